@@ -1,0 +1,116 @@
+"""Notebook 08's pure comparison layer, its figures and its widget panel (driven headlessly)."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+
+import trnsim
+from trnsim import compare
+from trnsim.exercises import foundations as ex
+from trnsim.ui.instances import InstancePanel
+from trnsim.viz import chips as vc
+
+
+def test_metric_rows_compute_from_catalog():
+    rows = compare.metric_rows(["trn1.32xlarge", "inf2.48xlarge"], "tflops_per_usd")
+    by = {r.instance: r for r in rows}
+    assert by["trn1.32xlarge"].value == pytest.approx(16 * 190 / 21.50)
+    assert by["inf2.48xlarge"].value == pytest.approx(12 * 190 / 12.981)
+    assert by["trn1.32xlarge"].price_as_of == "2023-03-21"
+
+
+def test_missing_price_gives_reason_not_number():
+    (row,) = compare.metric_rows(["trn2.48xlarge"], "tflops_per_usd")
+    assert row.value is None and row.reason == "no public On-Demand price"
+    text = compare.format_rows([row], "tflops_per_usd")
+    assert "n/a" in text and "no public On-Demand price" in text
+
+
+def test_missing_dtype_gives_reason():
+    (row,) = compare.metric_rows(["inf1.xlarge"], "peak_tflops", dtype="fp8")
+    assert row.value is None and "FP8" in row.reason
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        compare.metric_rows(["trn1.2xlarge"], "speed")
+    with pytest.raises(ValueError, match="at least one instance"):
+        compare.metric_rows([], "price")
+    with pytest.raises(ValueError, match="Did you mean"):
+        compare.metric_rows(["trn1.2xlarg"], "price")
+
+
+def test_format_rows_sorts_best_first():
+    rows = compare.metric_rows(["trn1.32xlarge", "inf2.xlarge", "trn1.2xlarge"], "price")
+    lines = compare.format_rows(rows, "price").splitlines()[1:]
+    assert [ln.split()[0] for ln in lines] == ["inf2.xlarge", "trn1.2xlarge", "trn1.32xlarge"]  # cheapest first
+
+
+def test_generation_table_ridge_points():
+    rows = {r.year_label: r for r in compare.generation_table()}
+    trn2 = trnsim.chip("trn2")
+    assert rows["trainium2"].flops_per_byte == pytest.approx(667e12 / (trn2.hbm_gbytes_per_s * 1e9))
+    assert "Trainium3" in compare.format_generation_table()
+
+
+def test_figures_draw(tmp_path):
+    fig, axs = plt.subplots(2, 2)
+    vc.plot_generation_compute(axs[0, 0])
+    vc.plot_generation_bar(axs[0, 1], "hbm_gbytes_per_s", "GB/s")
+    vc.plot_metric_bars(axs[1, 0], compare.metric_rows(["trn1.2xlarge", "trn2.48xlarge"], "price"), "price")
+    vc.plot_price_performance(axs[1, 1])
+    assert len(axs[0, 0].patches) == 13  # FP32 x4 chips, BF16 x5, FP8 x4 (Inferentia has only BF16/FP16)
+    fig.savefig(tmp_path / "x.png")
+    plt.close(fig)
+
+
+def test_panel_driven_headlessly():
+    panel = InstancePanel()
+    assert panel.error == "" and panel.rows
+    panel.metric.value = "device_memory_gib"
+    assert {r.instance: r.value for r in panel.rows}["trn2.48xlarge"] == 1536
+    panel.instances.value = ("inf2.xlarge",)
+    assert [r.instance for r in panel.rows] == ["inf2.xlarge"]
+    panel.instances.value = ()
+    assert panel.rows == [] and "at least one instance" in panel.error
+    panel.instances.value = ("trn1.32xlarge",)
+    assert panel.error == ""
+    plt.close("all")
+
+
+def test_exercise_checkers_pass_right_and_hint_wrong():
+    assert ex.check_flops_per_cycle(32768)
+    wrong = ex.check_flops_per_cycle(16384)
+    assert not wrong and "multiply and one add" in str(wrong)
+    assert ex.check_peak_tflops(91.75)
+    assert not ex.check_peak_tflops(91750)
+    assert "1000" in str(ex.check_peak_tflops(91750))
+    assert ex.check_instance_choice(100, "inf1.24xlarge")  # 128 GiB for $4.721/h
+    assert ex.check_instance_choice(150, "inf2.24xlarge")  # 192 GiB; inf1.24xlarge no longer fits
+    too_small = ex.check_instance_choice(100, "inf2.xlarge")
+    assert not too_small and "32 GiB" in str(too_small)
+    trn1, trn2 = trnsim.chip("trn1"), trnsim.chip("trn2")
+    assert ex.check_ridge_points(190e3 / trn1.hbm_gbytes_per_s, 667e3 / trn2.hbm_gbytes_per_s)
+    assert not ex.check_ridge_points(190 / 820, 667 / 2.9)
+
+
+def test_panel_output_is_widget_state_with_figure_and_text():
+    panel = InstancePanel(selection=("trn1.2xlarge",), metric="price")
+    kinds = [o.get("output_type") for o in panel.out.outputs]
+    assert kinds == ["display_data", "stream"]
+    assert "image/png" in panel.out.outputs[0]["data"]
+    assert "trn1.2xlarge" in panel.out.outputs[1]["text"]
+    panel.instances.value = ()
+    assert panel.out.outputs[0]["name"] == "stderr" and "at least one instance" in panel.out.outputs[0]["text"]
+
+
+def test_chip_explorer():
+    from trnsim.ui.intro import ChipExplorer
+
+    e = ChipExplorer()
+    e.chip.value = "trainium3"
+    assert "Trainium3" in e.summary and "as of" in e.summary
+    assert "image/png" in e.out.outputs[0]["data"]

@@ -1,0 +1,108 @@
+"""Checkers for the course's "check yourself" exercises.
+
+A checker compares a learner's answer with the simulator's own answer and returns
+a :class:`CheckResult`. The result prints as one line that starts with a tick or a
+cross; on failure it carries a *specific* hint (what was expected, how far off the
+answer is, and which idea to revisit), never just "wrong".
+
+Topic modules build their exercise checkers from :func:`expect_close`,
+:func:`expect_equal` and :func:`combine`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+PASS_MARK = "\u2705"  # white heavy check mark
+FAIL_MARK = "\u274c"  # cross mark
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one exercise check."""
+
+    passed: bool
+    title: str
+    message: str = ""
+    hints: tuple[str, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:  # lets tests write ``assert check(...)``
+        return self.passed
+
+    def __str__(self) -> str:
+        mark = PASS_MARK if self.passed else FAIL_MARK
+        lines = [f"{mark} {self.title}" + (f": {self.message}" if self.message else "")]
+        lines += [f"   hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def expect_close(
+    title: str,
+    got: Any,
+    want: Any,
+    *,
+    rtol: float = 1e-2,
+    atol: float = 0.0,
+    unit: str = "",
+    hint: str = "",
+) -> CheckResult:
+    """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays)."""
+    try:
+        g = np.asarray(got, dtype=np.float64)
+        w = np.asarray(want, dtype=np.float64)
+    except (TypeError, ValueError):
+        return CheckResult(False, title, f"expected a number, got {got!r}", (hint,) if hint else ())
+    if g.shape != w.shape:
+        return CheckResult(
+            False, title, f"expected shape {w.shape}, got shape {g.shape}", (hint,) if hint else ()
+        )
+    if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=False):
+        shown = _fmt(w, unit)
+        return CheckResult(True, title, f"{shown} is right")
+    if g.ndim == 0:
+        ratio = float(g) / float(w) if float(w) != 0 else float("inf")
+        msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({ratio:.3g}x)"
+        hints = [hint] if hint else []
+        for factor, why in ((1e3, "a factor of 1000: check your units"), (2.0, "a factor of 2: FLOPs count a multiply and an add"), (8.0, "a factor of 8: bits versus bytes?")):
+            if np.isclose(ratio, factor, rtol=0.05) or np.isclose(ratio, 1 / factor, rtol=0.05):
+                hints.append(f"off by {why}")
+                break
+    else:
+        bad = ~np.isclose(g, w, rtol=rtol, atol=atol)
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        msg = (
+            f"{int(bad.sum())} of {bad.size} values differ; first at index {idx}: "
+            f"got {g[idx]:.6g}, expected {w[idx]:.6g}"
+        )
+        hints = [hint] if hint else []
+    return CheckResult(False, title, msg, tuple(hints))
+
+
+def expect_equal(title: str, got: Any, want: Any, *, hint: str = "") -> CheckResult:
+    """Pass when ``got == want`` (exact, for labels, counts and choices)."""
+    if got == want:
+        return CheckResult(True, title, f"{want!r} is right")
+    return CheckResult(False, title, f"you have {got!r}, expected {want!r}", (hint,) if hint else ())
+
+
+def combine(title: str, results: Iterable[CheckResult]) -> CheckResult:
+    """One result for several parts: passes only when every part passes."""
+    parts = list(results)
+    failed = [r for r in parts if not r.passed]
+    if not failed:
+        return CheckResult(True, title, f"all {len(parts)} parts correct")
+    lines = tuple(str(r).replace("\n", "\n   ") for r in failed)
+    return CheckResult(False, title, f"{len(failed)} of {len(parts)} parts need another look", lines)
+
+
+def _fmt(x: np.ndarray, unit: str) -> str:
+    if np.ndim(x) == 0:
+        v = float(x)
+        s = f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:,.4g}"
+    else:
+        s = np.array2string(np.asarray(x), precision=4)
+    return f"{s} {unit}".strip()

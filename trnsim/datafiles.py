@@ -1,0 +1,43 @@
+"""Where the project's facts live, and how a module reads them.
+
+``data/`` in the repository is the single home of facts. It ships inside the wheel
+as ``trnsim/data`` (see ``pyproject.toml``); in an editable install it is read from
+the repository. Every data file has a ``sources`` block (key -> citation, url,
+as_of) and every value names one of those keys.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+class CatalogError(ValueError):
+    """A data file is missing, malformed, or a name is not in the catalog."""
+
+
+def data_dir() -> Path:
+    """The folder holding the data files (installed wheel first, then the repo)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "data", here.parent / "data"):
+        if candidate.is_dir():
+            return candidate
+    raise CatalogError(
+        f"trnsim's data folder was not found next to {here} nor in {here.parent}; "
+        "reinstall the package (pip install trnsim) or run from a checkout of the repository"
+    )
+
+
+@lru_cache(maxsize=None)
+def load_json(name: str) -> Any:
+    """Parse ``data/<name>`` once and cache it. Raises CatalogError naming the file on failure."""
+    path = data_dir() / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(f"data file {path} does not exist") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"data file {path} is not valid JSON: {exc}") from None

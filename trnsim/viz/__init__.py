@@ -1,0 +1,1 @@
+"""Figures: pure matplotlib functions that draw onto an ``Axes`` they are given."""
