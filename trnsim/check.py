@@ -51,6 +51,8 @@ def expect_close(
     hint: str = "",
 ) -> CheckResult:
     """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays)."""
+    if _unanswered(got):
+        return not_answered(title, hint)
     try:
         g = np.asarray(got, dtype=np.float64)
         w = np.asarray(want, dtype=np.float64)
@@ -84,9 +86,21 @@ def expect_close(
 
 def expect_equal(title: str, got: Any, want: Any, *, hint: str = "") -> CheckResult:
     """Pass when ``got == want`` (exact, for labels, counts and choices)."""
+    if _unanswered(got):
+        return not_answered(title, hint)
     if got == want:
         return CheckResult(True, title, f"{want!r} is right")
     return CheckResult(False, title, f"you have {got!r}, expected {want!r}", (hint,) if hint else ())
+
+
+def not_answered(title: str, hint: str = "") -> CheckResult:
+    """The result for a stub that has not been filled in yet (``None`` or ``...``)."""
+    hints = ("replace the ... (or None) with your answer and run the cell again",) + ((hint,) if hint else ())
+    return CheckResult(False, title, "not answered yet", hints)
+
+
+def _unanswered(value: Any) -> bool:
+    return value is None or value is Ellipsis
 
 
 def combine(title: str, results: Iterable[CheckResult]) -> CheckResult:

@@ -6,7 +6,7 @@ is corrected, and gives a hint that names the idea behind a wrong answer.
 from __future__ import annotations
 
 from trnsim.catalog import core, instance
-from trnsim.check import CheckResult, combine, expect_close, expect_equal
+from trnsim.check import CheckResult, combine, expect_close, expect_equal, not_answered
 from trnsim.compare import metric_rows
 
 
@@ -33,6 +33,8 @@ def check_peak_tflops(answer: float) -> CheckResult:
 
 def check_instance_choice(memory_gib_needed: float, answer: str) -> CheckResult:
     """Notebook 08: the cheapest priced instance whose device memory holds ``memory_gib_needed``."""
+    if answer is None or answer is Ellipsis:
+        return not_answered("cheapest instance that fits", "filter by device_memory_gib, then sort by price")
     fits = [r for r in metric_rows([i for i in _priced()], "price") if instance(r.instance).device_memory_gib >= memory_gib_needed]
     if not fits:
         return CheckResult(False, "cheapest instance that fits", f"no priced instance has {memory_gib_needed:g} GiB")

@@ -1,0 +1,34 @@
+"""The shared checker helpers: pass/fail, specific hints, and stubs that are not answered yet."""
+import numpy as np
+
+from trnsim.check import combine, expect_close, expect_equal, not_answered
+
+
+def test_close_scalar_pass_and_fail_with_factor_hints():
+    assert expect_close("x", 1.004, 1.0)
+    r = expect_close("x", 1000.0, 1.0, hint="base hint")
+    assert not r and "1000" in str(r) and "base hint" in str(r) and "units" in str(r)
+    r2 = expect_close("flops", 8.0, 16.0)
+    assert "factor of 2" in str(r2)
+
+
+def test_close_arrays_report_first_mismatch():
+    r = expect_close("arr", np.array([1.0, 2.0, 5.0]), np.array([1.0, 2.0, 3.0]))
+    assert not r and "1 of 3 values differ" in str(r) and "index (2,)" in str(r)
+    assert "expected shape (2,)" in str(expect_close("arr", [1, 2, 3], [1, 2]))
+
+
+def test_stubs_are_not_answered_yet():
+    for stub in (None, ...):
+        r = expect_close("x", stub, 1.0, hint="think about bytes")
+        assert not r and "not answered yet" in str(r) and "think about bytes" in str(r)
+        assert "not answered yet" in str(expect_equal("y", stub, "a"))
+    assert not not_answered("z")
+
+
+def test_non_numbers_and_combine():
+    assert "expected a number" in str(expect_close("x", "abc", 1.0))
+    assert expect_equal("label", "dma", "dma")
+    both = combine("two", [expect_equal("a", 1, 1), expect_equal("b", 2, 3)])
+    assert not both and "1 of 2 parts" in str(both)
+    assert combine("ok", [expect_equal("a", 1, 1)])
