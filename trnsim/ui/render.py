@@ -17,9 +17,12 @@ from matplotlib.figure import Figure
 
 
 def figure_png(fig: Figure) -> bytes:
-    """Render ``fig`` to PNG bytes and close it (so it is not also shown inline)."""
+    """Render ``fig`` to PNG bytes at 100 dpi and close it (so it is not also shown inline).
+
+    No ``bbox_inches="tight"``: it draws the figure twice; panels call ``tight_layout`` instead.
+    """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return buf.getvalue()
 
