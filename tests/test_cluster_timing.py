@@ -1,0 +1,200 @@
+"""Timing: alpha-beta formulas, agreement of functional and timing-only paths, auto choice, busbw."""
+import numpy as np
+import pytest
+
+from trnsim.cluster import (
+    all_gather,
+    all_reduce,
+    bus_factor,
+    choose_algorithm,
+    collective_time,
+    constants,
+    permute,
+    reduce_scatter,
+    ring_topology,
+    topology,
+)
+from trnsim.cluster.constants import fact
+
+MIB = 2**20
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 13])
+def test_ring_all_reduce_matches_textbook(p):
+    alpha, B, n = 2.0, 100.0, 64 * MIB
+    t = collective_time("all_reduce", n, ring_topology(p, B, alpha), "ring")
+    want = 2 * (p - 1) * alpha + 2 * (p - 1) / p * n / (B * 1e3)
+    assert t.time_us == pytest.approx(want, rel=1e-6)
+    assert t.alpha_us == pytest.approx(2 * (p - 1) * alpha)
+    assert t.steps == 2 * (p - 1)
+
+
+def test_ring_all_gather_and_reduce_scatter_match_textbook():
+    p, alpha, B, n = 8, 1.0, 50.0, 8 * MIB
+    topo = ring_topology(p, B, alpha)
+    for op in ("all_gather", "reduce_scatter"):
+        t = collective_time(op, n, topo, "ring")
+        assert t.time_us == pytest.approx((p - 1) * alpha + (p - 1) / p * n / (B * 1e3), rel=1e-6)
+
+
+def test_switched_fabric_rdh_and_mesh_match_formulas():
+    us = topology("trn3.gen1-ultraserver")
+    cpc = us.spec.cores_per_chip
+    g = us.group([c * cpc for c in range(8)])  # one rank per chip: each owns a switch port
+    p, n, a, B = 8, 32 * MIB, constants().intra_node_hop_latency_us, us.spec.switch_port_gbytes_per_s
+    rdh = collective_time("all_reduce", n, g, "recursive_halving_doubling")
+    assert rdh.time_us == pytest.approx(2 * 3 * a + 2 * (p - 1) / p * n / (B * 1e3), rel=1e-6)
+    rd = collective_time("all_reduce", n, g, "recursive_doubling")
+    assert rd.time_us == pytest.approx(3 * (a + n / (B * 1e3)), rel=1e-6)
+    mesh = collective_time("all_reduce", n, g, "mesh")
+    assert mesh.time_us == pytest.approx(2 * (a + (p - 1) / p * n / (B * 1e3)), rel=1e-6)
+
+
+def test_busbw_approaches_link_bandwidth_for_large_messages():
+    # NCCL-tests: busbw of a bandwidth-optimal all-reduce is comparable with the link peak
+    B = 100.0
+    for p in (4, 8, 16):
+        t = collective_time("all_reduce", 4096 * MIB, ring_topology(p, B, 1.5), "ring")
+        assert t.busbw_gbytes_per_s == pytest.approx(B, rel=0.01)
+        assert t.algbw_gbytes_per_s == pytest.approx(t.busbw_gbytes_per_s / bus_factor("all_reduce", p))
+
+
+def test_neuron_worked_transfer_examples():
+    # "1 MiB at 100 GB/s takes 10 us; at 50 Gbps 160 us" (rounded figures in the docs)
+    fast = permute([np.zeros(MIB, np.uint8)] * 2, ring_topology(2, 100.0, 0.0))
+    assert fast.time_us == pytest.approx(fact("validation", "transfer_1mib_at_100_gbytes_per_s_us"), rel=0.06)
+    slow = permute([np.zeros(MIB, np.uint8)] * 2, ring_topology(2, 50 / 8, 0.0))
+    assert slow.time_us == pytest.approx(fact("validation", "transfer_1mib_at_50_gbits_per_s_us"), rel=0.06)
+
+
+CASES = [
+    (ring_topology(6, 40.0), "all_reduce", "ring"),
+    (ring_topology(6, 40.0), "all_reduce", "recursive_halving_doubling"),
+    (topology("trn1.32xlarge"), "all_reduce", "ring"),
+    (topology("trn1.32xlarge"), "all_reduce", "mesh"),
+    (topology("trn1.32xlarge"), "all_reduce", "recursive_halving_doubling"),
+    (topology("trn1.32xlarge"), "reduce_scatter", "recursive_halving_doubling"),
+    (topology("trn1.32xlarge"), "all_gather", "recursive_doubling"),
+    (topology("trn1.32xlarge", nodes=2), "all_reduce", "hierarchical"),
+    (topology("trn1.32xlarge", nodes=2), "reduce_scatter", "hierarchical"),
+    (topology("trn1.32xlarge", nodes=2), "all_gather", "hierarchical"),
+    (topology("trn2.ultraserver").group([0, 4, 64, 68, 128, 132, 192, 196]), "all_reduce", "hierarchical"),
+]
+
+
+@pytest.mark.parametrize("topo,op,alg", CASES, ids=lambda x: getattr(x, "label", x))
+def test_functional_time_equals_timing_only(topo, op, alg):
+    p = topo.size
+    # divisible by every split used, so all rounds of a phase are equal
+    n = p * 4 * 3 * (1 if op == "all_gather" else p)
+    fn = {"all_reduce": all_reduce, "reduce_scatter": reduce_scatter, "all_gather": all_gather}[op]
+    arrs = [np.ones(n, np.float32) for _ in range(p)]
+    r = fn(arrs, topo, alg)
+    t = collective_time(op, r.message_bytes, topo, alg)
+    assert r.time_us == pytest.approx(t.time_us, rel=1e-9)
+    assert r.rounds == t.steps
+    assert r.busbw_gbytes_per_s == pytest.approx(t.busbw_gbytes_per_s, rel=1e-9)
+
+
+def test_auto_follows_documented_sweet_spots():
+    c = constants()
+    trn2 = topology("trn2.48xlarge")
+    assert choose_algorithm("all_reduce", c.mesh_max_bytes - 1, trn2) == "mesh"
+    assert choose_algorithm("all_reduce", c.mesh_max_bytes, trn2) == "recursive_halving_doubling"
+    assert choose_algorithm("all_reduce", c.rdh_max_bytes - 1, trn2) == "recursive_halving_doubling"
+    assert choose_algorithm("all_reduce", c.rdh_max_bytes, trn2) == "ring"
+    assert choose_algorithm("all_gather", 4 * MIB, trn2) == "recursive_doubling"
+    assert choose_algorithm("reduce_scatter", 4 * MIB, trn2.group(24)) == "ring"  # not a power of two
+    assert choose_algorithm("all_reduce", 1, topology("trn2.48xlarge", nodes=2)) == "hierarchical"
+    assert choose_algorithm("all_reduce", 1, topology("trn2.ultraserver")) == "hierarchical"
+    assert choose_algorithm("all_to_all", 1, trn2) == "mesh"
+    assert choose_algorithm("permute", 1, trn2) == "ring"
+    assert collective_time("all_reduce", 10 * MIB, trn2).algorithm == "recursive_halving_doubling"
+
+
+def test_model_agrees_with_documented_regimes_on_trn2():
+    # the model is not fitted to the sweet spots, but its fastest algorithm should agree
+    trn2 = topology("trn2.48xlarge")
+    def fastest(n):
+        algs = ("ring", "recursive_halving_doubling", "mesh")
+        return min(algs, key=lambda a: collective_time("all_reduce", n, trn2, a).time_us)
+    assert fastest(64 * 2**10) == "mesh"
+    assert fastest(8 * MIB) == "recursive_halving_doubling"
+    assert fastest(512 * MIB) == "ring"
+
+
+def test_hierarchical_beats_flat_ring_across_nodes():
+    topo = topology("trn2.48xlarge", nodes=4)
+    for n in (64 * 2**10, 64 * MIB):
+        h = collective_time("all_reduce", n, topo, "hierarchical")
+        r = collective_time("all_reduce", n, topo, "ring")
+        assert h.time_us < r.time_us
+    small = collective_time("all_reduce", 1024, topo, "ring")
+    # flat ring over EFA pays the EFA step latency on every one of its 2(p-1) steps
+    assert small.alpha_us == pytest.approx(2 * (topo.size - 1) * constants().inter_node_hop_latency_us)
+
+
+def test_neuronlink_vs_efa():
+    n = 256 * MIB
+    intra = collective_time("all_reduce", n, topology("trn1.32xlarge"))
+    inter = collective_time("all_reduce", n, topology("trn1.32xlarge", nodes=2).group([0, 32]), "ring")
+    assert intra.busbw_gbytes_per_s > 10 * inter.busbw_gbytes_per_s
+    assert {p.link_kind for p in inter.phases} == {"efa"}
+
+
+def test_phase_breakdown_sums_to_total():
+    t = collective_time("all_reduce", 32 * MIB, topology("trn1.32xlarge", nodes=2))
+    assert sum(p.time_us for p in t.phases) == pytest.approx(t.time_us)
+    assert t.alpha_us + t.beta_us == pytest.approx(t.time_us)
+    assert "hierarchical" in t.summary()
+
+
+def test_zero_and_bad_sizes():
+    t = collective_time("all_reduce", 0, topology("trn1.32xlarge"), "ring")
+    assert t.beta_us == 0 and t.algbw_gbytes_per_s == 0
+    with pytest.raises(ValueError, match=">= 0"):
+        collective_time("all_reduce", -1, topology("trn1.32xlarge"))
+    with pytest.raises(ValueError, match="whole number"):
+        collective_time("all_reduce", "big", topology("trn1.32xlarge"))
+
+
+def test_timing_is_fast_enough(benchmark):
+    topo = topology("trn2.48xlarge", nodes=4)
+
+    def run():
+        topo.__dict__.pop("_timing_cache", None)
+        return collective_time("all_reduce", 64 * MIB, topo)
+    t = benchmark(run)
+    assert t.algorithm == "hierarchical"
+
+
+def test_functional_all_reduce_speed(benchmark):
+    rng = np.random.default_rng(0)
+    topo = topology("trn1.32xlarge").group(8)
+    arrs = [rng.standard_normal(100_000).astype(np.float32) for _ in range(8)]
+    r = benchmark(all_reduce, arrs, topo, "ring")
+    assert np.allclose(r.outputs[0], np.sum(arrs, axis=0), atol=1e-4)
+
+
+def test_bidirectional_ring_all_gather_matches_scaling_book():
+    # scaling-book sharding.md: on a bidirectional ring T(AllGather) = V / W_bidir * (p-1)/p
+    inf2 = topology("inf2.48xlarge")
+    g = inf2.group(list(range(0, inf2.size, inf2.spec.cores_per_chip)))  # one rank per chip: a 12-chip ring
+    p, V, B = g.size, 2**32, inf2.spec.link_gbytes_per_s
+    t = collective_time("all_gather", V, g, "ring")
+    assert len(g.ring_orders()) == 2
+    assert t.beta_us == pytest.approx((p - 1) / p * V / (2 * B * 1e3), rel=1e-6)
+    ar = collective_time("all_reduce", V, g, "ring")
+    assert ar.beta_us == pytest.approx(2 * t.beta_us, rel=1e-6)  # T(AllReduce) = 2 T(AllGather)
+
+
+def test_all_to_all_on_a_ring_is_set_by_the_busiest_link():
+    # 12-chip bidirectional ring, shortest-path routing: the busiest direction carries the flows of
+    # distance 1..6 through each link, i.e. 1+2+...+6 = 21 blocks of S/p (scaling-book: ~T(AG)/4)
+    inf2 = topology("inf2.48xlarge")
+    g = inf2.group(list(range(0, inf2.size, inf2.spec.cores_per_chip)))
+    p, S, B = g.size, 12 * 2**24, inf2.spec.link_gbytes_per_s
+    t = collective_time("all_to_all", S, g, "mesh")
+    assert t.beta_us == pytest.approx(21 * (S / p) / (B * 1e3), rel=1e-6)
+    ag_same_total = collective_time("all_gather", S * p, g, "ring")  # V = total array = p * S
+    assert 0.25 < t.beta_us / ag_same_total.beta_us < 0.4
