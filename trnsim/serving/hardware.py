@@ -1,0 +1,100 @@
+"""What an inference server needs to know about an instance: per-device compute, memory, bandwidth.
+
+A *device* is what tensor parallelism splits a model over: a logical NeuronCore on Neuron
+instances (from :func:`trnsim.instance` and :func:`trnsim.chip`), a GPU on GPU instances
+(from ``data/regions.json``: NVIDIA L4 in g6, the only accelerator offered in ap-southeast-5).
+
+Per-device figures are instance totals divided by devices (cores of a chip share its HBM):
+``tflops = chip peak x chips / devices``, ``hbm bytes/s = instance device-memory bandwidth /
+devices``, ``memory = instance device memory / devices``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+import trnsim
+from trnsim.datafiles import load_json
+
+GIB = 2**30
+
+
+class ServingError(ValueError):
+    """Bad serving input (unknown instance, TP degree, batch, tokens...), with the rule and the fix."""
+
+
+@dataclass(frozen=True)
+class ServingHardware:
+    """Per-device view of one instance type for LLM serving.
+
+    ``accelerator`` names the chip/GPU (power assumptions key on it); ``devices`` is how many
+    TP ranks the instance offers; ``usd_per_hour`` is the catalog's listed price (None = no public
+    price) with ``price_note`` saying where it is from.
+    """
+
+    instance: str
+    kind: str  # "neuron" | "gpu"
+    accelerator: str
+    accelerators: int
+    devices: int
+    device_tflops: Mapping[str, float]
+    device_memory_bytes: float
+    device_hbm_bytes_per_s: float
+    usd_per_hour: float | None
+    price_note: str
+
+    @property
+    def device_label(self) -> str:
+        return "NeuronCore" if self.kind == "neuron" else "GPU"
+
+
+def _neuron(name: str) -> ServingHardware:
+    inst = trnsim.instance(name)
+    chip = trnsim.chip(inst.chip)
+    devices = int(inst.logical_neuroncores)
+    tflops = {k: float(v) * inst.chips / devices for k, v in chip.peak_tflops.items() if v is not None}
+    price_note = (
+        f"catalog on-demand price ({inst.price_region or 'region not named by the source'}, as of {inst.price_as_of})"
+        if inst.on_demand_usd_per_hour is not None else "no public price"
+    )
+    return ServingHardware(
+        instance=inst.name, kind="neuron", accelerator=chip.name, accelerators=int(inst.chips), devices=devices,
+        device_tflops=tflops, device_memory_bytes=float(inst.device_memory_gib) * GIB / devices,
+        device_hbm_bytes_per_s=float(inst.device_memory_gbytes_per_s) * 1e9 / devices,
+        usd_per_hour=inst.on_demand_usd_per_hour, price_note=price_note,
+    )
+
+
+def _gpu(name: str) -> ServingHardware:
+    data = load_json("regions.json")
+    rec = data["gpu_instances"][name]
+    gpu = data["gpus"][rec["gpu"]]
+    n = int(rec["gpus"]["value"])
+    price = data["prices_usd_per_hour"].get("us-east-1", {}).get(name)
+    usd = price["value"] if price else None
+    dense = float(gpu["bf16_dense_tflops"]["value"])
+    return ServingHardware(
+        instance=name, kind="gpu", accelerator=rec["gpu"], accelerators=n, devices=n,
+        device_tflops={"bf16": dense, "fp16": dense},
+        device_memory_bytes=float(gpu["memory_gbytes"]["value"]) * 1e9,
+        device_hbm_bytes_per_s=float(gpu["memory_gbytes_per_s"]["value"]) * 1e9,
+        usd_per_hour=usd, price_note="us-east-1 on-demand (Karpenter, 2026-07-20)" if usd else "no public price",
+    )
+
+
+def gpu_instance_names() -> tuple[str, ...]:
+    return tuple(load_json("regions.json")["gpu_instances"])
+
+
+@lru_cache(maxsize=None)
+def serving_hardware(name: str) -> ServingHardware:
+    """The :class:`ServingHardware` for an instance name (Neuron from the catalog, GPU from regions.json)."""
+    if name in gpu_instance_names():
+        return _gpu(name)
+    try:
+        return _neuron(name)
+    except Exception as exc:  # the catalog raises CatalogError with the known names
+        raise ServingError(
+            f"unknown instance {name!r} for serving ({exc}). GPU options: {', '.join(gpu_instance_names())}"
+        ) from None

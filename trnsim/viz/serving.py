@@ -1,0 +1,118 @@
+"""Figures for LLM serving: where decode time goes, memory per device, KV-cache growth,
+batch sweeps and latency distributions from the batching simulation."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from trnsim.serving.estimate import ServingEstimate, estimate, kv_bytes_per_token
+from trnsim.serving.hardware import GIB, serving_hardware
+
+_COLORS = {"compute": "tab:blue", "HBM bandwidth": "tab:orange", "collective": "tab:red"}
+
+
+def phase_breakdown(ax: Axes, est: ServingEstimate) -> Axes:
+    """Grouped bars (ms) of compute, HBM traffic and collectives for prefill and one decode step."""
+    phases = [("prefill (TTFT)", est.prefill), ("decode step (TPOT)", est.decode)]
+    x = np.arange(len(phases))
+    w = 0.25
+    for i, (name, attr) in enumerate((("compute", "compute_ms"), ("HBM bandwidth", "hbm_ms"), ("collective", "collective_ms"))):
+        vals = [getattr(p, attr) for _, p in phases]
+        ax.bar(x + (i - 1) * w, vals, w, color=_COLORS[name], label=name)
+    ax.set_xticks(x, [f"{n}\n= {p.total_ms:,.1f} ms, bound by {p.binding}" for n, p in phases], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("time (ms, log scale)")
+    ax.set_title(f"{est.model} on {est.instance}, tp={est.tp}, batch={est.batch}")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def memory_bar(ax: Axes, est: ServingEstimate) -> Axes:
+    """One stacked bar per device: weights + KV cache against the device memory."""
+    ax.barh([0], [est.weights_gib_per_device], color="tab:purple", label="weights")
+    ax.barh([0], [est.kv_cache_gib_per_device], left=[est.weights_gib_per_device], color="tab:green", label="KV cache")
+    ax.axvline(est.device_memory_gib, color="black", ls="--", label=f"device memory {est.device_memory_gib:.1f} GiB")
+    ax.set_yticks([0], ["per device"])
+    ax.set_xlabel("GiB")
+    ax.set_xlim(0, max(est.device_memory_gib, est.memory_gib_per_device) * 1.1)
+    ax.set_title("fits" if est.fits else "DOES NOT FIT", color="black" if est.fits else "tab:red", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def kv_growth(ax: Axes, model: Any, instance: str, tp: int, batches: Sequence[int] = (1, 8, 32),
+              max_context: int = 8192, dtype: str = "bf16") -> Axes:
+    """KV-cache + weights (GiB per device) against context length for several batch sizes."""
+    from trnsim.serving.estimate import DTYPE_BYTES, _model
+
+    m = _model(model)
+    hw = serving_hardware(instance)
+    ctx = np.linspace(0, max_context, 200)
+    weights = m.params * DTYPE_BYTES[dtype] / tp / GIB
+    kv = kv_bytes_per_token(m, tp, dtype) / GIB
+    for b in batches:
+        ax.plot(ctx, weights + b * kv * ctx, label=f"batch {b}")
+    ax.axhline(hw.device_memory_bytes / GIB, color="black", ls="--", label="device memory")
+    ax.axhline(weights, color="tab:purple", ls=":", label="weights alone")
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("GiB per device")
+    ax.set_title(f"KV cache growth: {getattr(m, 'name', 'model')} on {instance}, tp={tp}")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def batch_sweep(ax: Axes, model: Any, instance: str, tp: int, batches: Sequence[int],
+                input_tokens: int = 512, output_tokens: int = 128) -> Axes:
+    """Throughput (tokens/s, left) and TPOT (ms, right) against batch size; unfilled = does not fit."""
+    ests = [estimate(model, instance, tp, b, input_tokens, output_tokens) for b in batches]
+    tok = [e.tokens_per_s for e in ests]
+    tpot = [e.tpot_ms for e in ests]
+    fits = np.array([e.fits for e in ests])
+    b = np.asarray(batches)
+    ax.plot(b, tok, color="tab:blue")
+    ax.scatter(b[fits], np.asarray(tok)[fits], color="tab:blue", zorder=3, label="tokens/s (fits)")
+    ax.scatter(b[~fits], np.asarray(tok)[~fits], facecolor="white", edgecolor="tab:blue", zorder=3,
+               label="does not fit")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("output tokens/s per instance", color="tab:blue")
+    ax2 = ax.twinx()
+    ax2.plot(b, tpot, color="tab:orange", marker="s", ms=3)
+    ax2.set_ylabel("TPOT (ms)", color="tab:orange")
+    ax2.grid(False)
+    ax.set_title(f"Batching: {ests[0].model} on {instance}, tp={tp}")
+    ax.legend(fontsize=7, loc="upper left")
+    return ax
+
+
+def latency_cdf(ax: Axes, results: Sequence[Any], metric: str = "latency") -> Axes:
+    """Empirical CDFs of request latency (or TTFT) from :func:`trnsim.serving.simulate` results."""
+    for r in results:
+        data = np.sort(r.latencies_ms if metric == "latency" else r.ttft_ms) / 1000.0
+        y = np.arange(1, data.size + 1) / data.size
+        ax.step(data, y, where="post", label=f"{r.mode}: p50 {np.percentile(data, 50):.2f} s, p99 {np.percentile(data, 99):.2f} s")
+    ax.axhline(0.99, color="gray", lw=0.8, ls=":")
+    ax.set_xlabel(("time to first token" if metric == "ttft" else "request latency") + " (s)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def generations(ax: Axes, rows: Sequence[ServingEstimate]) -> Axes:
+    """Cost per million output tokens (bars) with TPOT annotated, one bar per configuration."""
+    labels = [f"{e.instance}\ntp={e.tp} b={e.batch}" for e in rows]
+    costs = [e.cost_per_million_output_tokens_usd for e in rows]
+    y = np.arange(len(rows))
+    ax.barh(y, [c if c is not None else 0 for c in costs], color="tab:green", alpha=0.7)
+    for i, (e, c) in enumerate(zip(rows, costs)):
+        txt = f"${c:,.2f}" if c is not None else "no public price"
+        ax.annotate(f"{txt}  (TPOT {e.tpot_ms:.1f} ms)", (c or 0, i), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per million output tokens (catalog on-demand price)")
+    ax.set_xlim(0, max([c for c in costs if c is not None] or [1]) * 1.6)
+    return ax
