@@ -7,9 +7,10 @@ from trnsim.check import combine, expect_close, expect_equal, not_answered
 def test_close_scalar_pass_and_fail_with_factor_hints():
     assert expect_close("x", 1.004, 1.0)
     r = expect_close("x", 1000.0, 1.0, hint="base hint")
-    assert not r and "1000" in str(r) and "base hint" in str(r) and "units" in str(r)
-    r2 = expect_close("flops", 8.0, 16.0)
-    assert "factor of 2" in str(r2)
+    assert not r and "factor of 1,000" in str(r) and "base hint" in str(r) and "units" in str(r)
+    r2 = expect_close("flops", 8.0, 16.0, factor_hints={2: "a multiply-add is two FLOPs"})
+    assert "factor of 2: a multiply-add is two FLOPs" in str(r2)
+    assert "factor" not in str(expect_close("bytes", 8.0, 16.0))  # no invented reason without a factor hint
 
 
 def test_close_arrays_report_first_mismatch():

@@ -11,7 +11,7 @@ Topic modules build their exercise checkers from :func:`expect_close`,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -49,8 +49,14 @@ def expect_close(
     atol: float = 0.0,
     unit: str = "",
     hint: str = "",
+    factor_hints: Mapping[float, str] | None = None,
 ) -> CheckResult:
-    """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays)."""
+    """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays).
+
+    A scalar answer off by a power of 1000 gets a units hint. ``factor_hints`` adds
+    hints for other ratios that mean a specific slip in this exercise, e.g.
+    ``{2: "a multiply-add is two FLOPs"}`` or ``{8: "bits versus bytes"}``.
+    """
     if _unanswered(got):
         return not_answered(title, hint)
     try:
@@ -67,11 +73,13 @@ def expect_close(
         return CheckResult(True, title, f"{shown} is right")
     if g.ndim == 0:
         ratio = float(g) / float(w) if float(w) != 0 else float("inf")
-        msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({ratio:.3g}x)"
+        msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({_ratio(ratio)})"
         hints = [hint] if hint else []
-        for factor, why in ((1e3, "a factor of 1000: check your units"), (2.0, "a factor of 2: FLOPs count a multiply and an add"), (8.0, "a factor of 8: bits versus bytes?")):
+        known = {1e3: "check your units (kilo, mega, giga; ms versus us)", 1e6: "check your units",
+                 1e9: "check your units", **dict(factor_hints or {})}
+        for factor, why in known.items():
             if np.isclose(ratio, factor, rtol=0.05) or np.isclose(ratio, 1 / factor, rtol=0.05):
-                hints.append(f"off by {why}")
+                hints.append(f"off by a factor of {factor:,g}: {why}")
                 break
     else:
         bad = ~np.isclose(g, w, rtol=rtol, atol=atol)
@@ -111,6 +119,16 @@ def combine(title: str, results: Iterable[CheckResult]) -> CheckResult:
         return CheckResult(True, title, f"all {len(parts)} parts correct")
     lines = tuple(str(r).replace("\n", "\n   ") for r in failed)
     return CheckResult(False, title, f"{len(failed)} of {len(parts)} parts need another look", lines)
+
+
+def _ratio(r: float) -> str:
+    if not np.isfinite(r) or r == 0:
+        return "not comparable"
+    if abs(r) >= 10:
+        return f"{r:,.0f} times too large"
+    if abs(r) <= 0.1:
+        return f"1/{1 / r:,.0f} of it"
+    return f"{r:.2f}x"
 
 
 def _fmt(x: np.ndarray, unit: str) -> str:

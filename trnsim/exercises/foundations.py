@@ -17,6 +17,7 @@ def check_flops_per_cycle(answer: float) -> CheckResult:
     return expect_close(
         "Tensor Engine FLOPs per cycle", answer, want, rtol=0,
         hint=f"each of the {c.pe_rows} x {c.pe_cols} processing elements does one multiply and one add per cycle",
+        factor_hints={2: "a multiply-add counts as two FLOPs"},
     )
 
 
