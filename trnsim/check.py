@@ -11,7 +11,9 @@ Topic modules build their exercise checkers from :func:`expect_close`,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+import functools
+import inspect
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import numpy as np
 
@@ -109,6 +111,26 @@ def not_answered(title: str, hint: str = "") -> CheckResult:
 
 def _unanswered(value: Any) -> bool:
     return value is None or value is Ellipsis
+
+
+F = TypeVar("F", bound=Callable[..., CheckResult])
+
+
+def accepts_stubs(func: F) -> F:
+    """Decorate an exercise checker so an unfilled stub (``None`` or ``...``) in any argument
+    returns a "not answered yet" result instead of crashing inside the arithmetic.
+
+    The title is the checker's docstring's first line (or its name).
+    """
+    title = (inspect.getdoc(func) or func.__name__).splitlines()[0].rstrip(".")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> CheckResult:
+        if any(_unanswered(v) for v in (*args, *kwargs.values())):
+            return not_answered(title)
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def combine(title: str, results: Iterable[CheckResult]) -> CheckResult:

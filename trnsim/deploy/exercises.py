@@ -1,7 +1,7 @@
 """Checkers for notebook 13's "check yourself" exercises (answers computed by trnsim.deploy)."""
 from __future__ import annotations
 
-from trnsim.check import CheckResult, combine, expect_close, expect_equal
+from trnsim.check import accepts_stubs, CheckResult, combine, expect_close, expect_equal
 from trnsim.deploy.carbon import HOURS_PER_MONTH
 from trnsim.deploy.latency import estimate_rtt
 from trnsim.deploy.catalog import price
@@ -9,6 +9,7 @@ from trnsim.deploy.residency import assess, residency_data
 from trnsim.deploy._data import value
 
 
+@accepts_stubs
 def check_rtt_floor_ms(answer: float, origin: str = "Kuala Lumpur", to_region: str = "ap-southeast-1") -> CheckResult:
     """Round-trip physics floor in ms from ``origin`` to ``to_region`` (10 us per km of great circle)."""
     e = estimate_rtt(origin, to_region)

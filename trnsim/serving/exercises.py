@@ -1,11 +1,12 @@
 """Checkers for notebook 12's "check yourself" exercises (answers computed by the simulator)."""
 from __future__ import annotations
 
-from trnsim.check import CheckResult, combine, expect_close, expect_equal
+from trnsim.check import accepts_stubs, CheckResult, combine, expect_close, expect_equal
 from trnsim.serving.estimate import DTYPE_BYTES, _model, estimate, kv_bytes_per_token, valid_tp, weights_read_params
 from trnsim.serving.hardware import serving_hardware
 
 
+@accepts_stubs
 def check_kv_bytes_per_token(answer: float, model: str = "llama3.1-8b", dtype: str = "bf16") -> CheckResult:
     """KV-cache bytes per token for the whole model on one device (tp=1)."""
     m = _model(model)
@@ -20,6 +21,7 @@ def check_kv_bytes_per_token(answer: float, model: str = "llama3.1-8b", dtype: s
     return res
 
 
+@accepts_stubs
 def check_decode_floor_ms(answer: float, model: str = "llama3.1-8b", instance: str = "inf2.xlarge",
                           tp: int = 2) -> CheckResult:
     """Lower bound on one decode step at batch 1: the weights a step reads, per device, at HBM bandwidth (ms).

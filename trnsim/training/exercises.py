@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trnsim.check import CheckResult, combine, expect_close, expect_equal
+from trnsim.check import accepts_stubs, CheckResult, combine, expect_close, expect_equal
 from trnsim.training import tinygpt as tg
 from trnsim.training._data import load, value
 from trnsim.training.estimate import chinchilla_tokens
@@ -37,6 +37,7 @@ def check_tp_allreduces_per_step(answer: int, config: tg.TinyConfig | None = Non
                              "and once backward (column-parallel input gradient)")
 
 
+@accepts_stubs
 def check_model_state_gib(answer_gib: float, model: str = "llama2-7b", tp: int = 8) -> CheckResult:
     """GiB per NeuronCore for weights + gradients + Adam state (no ZeRO), TP-sharded."""
     want = get_model(model).params * bytes_per_param("bf16") / tp / GIB
@@ -57,6 +58,7 @@ def check_chinchilla(answer_tokens: float, model: str = "chinchilla-70b") -> Che
                         hint="Chinchilla: about 20 training tokens per parameter")
 
 
+@accepts_stubs
 def check_days(answer_days: float, flops_per_token: float, tokens: float, devices: int, peak_tflops: float,
                mfu: float) -> CheckResult:
     """Days = tokens x FLOPs per token / (devices x peak x MFU) / 86400."""

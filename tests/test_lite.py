@@ -1,0 +1,94 @@
+"""``python -m trnsim lite``: the JupyterLite site holds every notebook (with its guard) and the wheel."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from trnsim.lite import (GUARD_TAG, LiteBuildError, guard_source, has_guard, lite_copy, runtime_packages)
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+HAVE_LITE = all(importlib.util.find_spec(m) for m in ("jupyterlite_core", "jupyterlite_pyodide_kernel"))
+
+
+def test_guard_is_a_no_op_under_cpython():
+    """The guard cell runs in IPython (top-level await allowed) and neither prints nor imports piplite."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    result = shell.run_cell(guard_source(["trnsim==0.1.0", "ipywidgets==8.1.9"]), store_history=False)
+    assert result.success, result.error_in_exec or result.error_before_exec
+    assert "piplite" not in shell.user_ns
+
+
+def test_lite_copy_inserts_the_guard_once_before_the_first_code_cell():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("import trnsim")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    out = lite_copy(nb, ["trnsim==0.1.0"])
+    assert [c.cell_type for c in out.cells] == ["markdown", "code", "code"]
+    assert GUARD_TAG in out.cells[1].metadata["tags"] and 'await piplite.install(["trnsim==0.1.0"])' in out.cells[1].source
+    assert out.metadata["kernelspec"]["name"] == "python"
+    nbformat.validate(out)
+    assert len(lite_copy(out, ["trnsim==0.1.0"]).cells) == 3      # idempotent
+    assert not has_guard(nb) and nb.metadata["kernelspec"]["name"] == "python3"  # original untouched
+
+
+def test_runtime_packages_pin_the_widgets_pair_of_this_environment():
+    import ipywidgets
+
+    pins = runtime_packages("0.1.0")
+    assert pins[0] == "trnsim==0.1.0" and f"ipywidgets=={ipywidgets.__version__}" in pins
+    assert any(p.startswith("jupyterlab_widgets==3.") for p in pins)
+
+
+@pytest.mark.skipif(not HAVE_LITE, reason="jupyterlite-core and jupyterlite-pyodide-kernel are not installed "
+                                          "(pip install jupyterlite-core==0.8.6 jupyterlite-pyodide-kernel==0.8.6)")
+def test_build_site_holds_every_notebook_and_the_wheel(tmp_path, capsys):
+    from trnsim.cli import main
+
+    import shutil
+
+    snapshot = tmp_path / "notebooks"  # a fixed copy: the course may be edited while the test runs
+    shutil.copytree(NOTEBOOKS, snapshot)
+    out = tmp_path / "site"
+    assert main(["lite", "--output-dir", str(out), "--notebooks", str(snapshot)]) == 0
+    printed = capsys.readouterr().out
+    assert "http.server" in printed and "Pyodide runtime" in printed
+    course = sorted(p.name for p in snapshot.glob("*.ipynb"))
+    assert course
+    for name in course:
+        nb = nbformat.read(out / "files" / name, as_version=4)
+        original = nbformat.read(snapshot / name, as_version=4)
+        assert has_guard(nb) and len(nb.cells) == len(original.cells) + 1
+        assert [c.source for c in nb.cells if GUARD_TAG not in c.metadata.get("tags", [])] == \
+               [c.source for c in original.cells]
+    wheels = list((out / "pypi").glob("trnsim-*-py3-none-any.whl"))
+    assert len(wheels) == 1
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "trnsim/__init__.py" in names and "trnsim/data/hardware.json" in names
+    assert "trnsim" in json.loads((out / "pypi" / "all.json").read_text())
+    config = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    assert config["contentsStorageName"].startswith("trnsim-")
+    loaded = {e["name"] for e in config["federated_extensions"]}
+    assert {"@jupyter-widgets/jupyterlab-manager", "@jupyterlite/pyodide-kernel-extension"} <= loaded
+    piplite_urls = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]["pipliteUrls"]
+    assert any(u.startswith("./pypi/all.json") for u in piplite_urls)
+    assert (out / "index.html").is_file() and (out / "lab" / "index.html").is_file()
+
+
+def test_build_site_explains_a_missing_wheel(tmp_path):
+    from trnsim.lite import build_site
+
+    if not HAVE_LITE:
+        with pytest.raises(LiteBuildError, match="pip install jupyterlite-core"):
+            build_site(tmp_path / "o", NOTEBOOKS, wheel=tmp_path / "nope.whl")
+        return
+    with pytest.raises(LiteBuildError, match="does not exist"):
+        build_site(tmp_path / "o", NOTEBOOKS, wheel=tmp_path / "nope.whl")
+    with pytest.raises(LiteBuildError, match="no notebooks"):
+        build_site(tmp_path / "o", tmp_path)
