@@ -1,0 +1,90 @@
+"""Figures of the performance model draw what they claim (Agg backend, no display)."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import trnsim.nki as nki  # noqa: E402
+import trnsim.nki.language as nl  # noqa: E402
+import trnsim.nki.typing as nt  # noqa: E402
+from trnsim.kernels import MATMUL_JOURNEY, matmul_fully_blocked, softmax  # noqa: E402
+from trnsim.viz.compare import plot_compare  # noqa: E402
+from trnsim.viz.memory import plot_occupancy  # noqa: E402
+from trnsim.viz.roofline import plot_roofline  # noqa: E402
+from trnsim.viz.timeline import plot_timeline, timeline_rows  # noqa: E402
+
+SPEC = (nt.tensor[[1024, 512], nl.bfloat16], nt.tensor[[1024, 1024], nl.bfloat16])
+
+
+@pytest.fixture(scope="module")
+def profs():
+    return [nki.profile(k, *SPEC) for k in MATMUL_JOURNEY]
+
+
+def test_timeline_has_one_row_per_used_engine_and_dma_queue(profs):
+    p = profs[-1]
+    rows = timeline_rows(p)
+    labels = [r[0] for r in rows]
+    assert labels[:2] == ["Tensor", "Vector"]
+    assert any(lab.startswith("DMA load lhsT") for lab in labels)
+    assert any(lab.startswith("DMA store") for lab in labels)
+    # every instruction appears in exactly one row
+    assert sum(len(r[2]) for r in rows) == p.instructions - int((p.timeline.engine == 5).sum())
+    fig, ax = plt.subplots()
+    plot_timeline(p, ax)
+    assert len(ax.collections) == len(rows)
+    assert ax.get_xlim()[1] == pytest.approx(p.latency_us)
+    plt.close(fig)
+
+
+def test_timeline_zoom_window_and_bad_window(profs):
+    fig, ax = plt.subplots()
+    plot_timeline(profs[0], ax, time_range_us=(10.0, 20.0))
+    assert ax.get_xlim() == (10.0, 20.0)
+    with pytest.raises(ValueError, match="start < end"):
+        plot_timeline(profs[0], ax, time_range_us=(5.0, 5.0))
+    plt.close(fig)
+
+
+def test_roofline_points_sit_under_the_roof(profs):
+    fig, ax = plt.subplots()
+    plot_roofline(profs, ax)
+    pts = [c.get_offsets()[0] for c in ax.collections]
+    assert len(pts) == len(profs)
+    from trnsim.perf.roofline import roofline
+    r = roofline("trn1")
+    for x, y in pts:
+        assert y <= float(r.attainable_tflops(x, spec_hbm=True)) * 1.0001
+    plt.close(fig)
+
+
+def test_occupancy_stays_within_capacity_and_reports_peak():
+    p = nki.profile(matmul_fully_blocked, *SPEC)
+    fig, ax = plt.subplots()
+    plot_occupancy(p, ax)
+    sbuf_line = ax.get_lines()[0]
+    assert np.max(sbuf_line.get_ydata()) == pytest.approx(100 * p.peak_sbuf_bytes_per_partition /
+                                                          p.sbuf_capacity_bytes_per_partition)
+    assert np.max(sbuf_line.get_ydata()) <= 100
+    assert "SBUF: peak" in ax.get_legend().get_texts()[0].get_text()
+    plt.close(fig)
+
+
+def test_compare_bars_sum_to_latency(profs):
+    fig, ax = plt.subplots()
+    plot_compare(profs, ax, labels=["1", "2", "3", "4"])
+    for y, p in zip(range(len(profs))[::-1], profs):
+        widths = [b.get_width() for b in ax.patches if abs(b.get_y() + b.get_height() / 2 - y) < 1e-6]
+        assert sum(widths) == pytest.approx(p.latency_us, rel=1e-6)
+    with pytest.raises(ValueError, match="labels"):
+        plot_compare(profs, ax, labels=["only one"])
+    plt.close(fig)
+
+
+def test_softmax_timeline_draws_scalar_and_vector_rows():
+    x = np.zeros((512, 1024), np.float32)
+    p = nki.profile(softmax, x, numerics=False)
+    labels = [r[0] for r in timeline_rows(p)]
+    assert "Scalar" in labels and "Vector" in labels

@@ -1,0 +1,132 @@
+"""Single-head attention ``softmax(Q K^T / sqrt(d)) V`` in trnsim.nki: unfused vs flash (fused).
+
+Inputs follow NKI's fused self-attention tutorial: ``q_t [d, Sq]`` and ``k_t [d, Sk]`` with the head
+dimension d (<= 128) on the partitions (the matmul contraction axis), ``v [Sk, d]``; the output is
+``[Sq, d]``. Sq and Sk must be multiples of 128.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import trnsim.nki as nki
+import trnsim.nki.isa as nisa
+import trnsim.nki.language as nl
+
+_NEG_LARGE = -3.0e38
+
+
+def _shapes(name: str, q_t, k_t, v) -> tuple[int, int, int]:
+    d, Sq = q_t.shape
+    d_k, Sk = k_t.shape
+    if d != d_k or tuple(v.shape) != (Sk, d):
+        raise ValueError(f"{name}: expected q_t [d, Sq], k_t [d, Sk], v [Sk, d]; got q_t{list(q_t.shape)}, "
+                         f"k_t{list(k_t.shape)}, v{list(v.shape)}")
+    if d > 128:
+        raise ValueError(f"{name}: head dim d={d} exceeds 128 partitions; split heads so d <= 128")
+    for nm, s in (("Sq", Sq), ("Sk", Sk)):
+        if s % 128:
+            raise ValueError(f"{name}: {nm}={s} is not a multiple of 128; pad the sequence")
+    return d, Sq, Sk
+
+
+@nki.jit
+def attention(q_t, k_t, v):
+    """Unfused attention: three passes with the full score matrix going through HBM.
+
+    Demonstrates why fusion matters (perf guide Opt #2): pass 1 writes S = Q K^T (fp32, Sq x Sk) to
+    an HBM scratch tensor, pass 2 reads it back for a row softmax and writes P, pass 3 reads P back
+    (transposing 128 x 128 blocks on the Tensor Engine) for O = P V. The HBM traffic of S and P
+    grows with Sq * Sk and usually dominates: compare ``flash_attention``.
+    """
+    d, Sq, Sk = _shapes("attention", q_t, k_t, v)
+    P = 128
+    KC = min(512, Sk) if Sk % min(512, Sk) == 0 else 128
+    scale = 1.0 / math.sqrt(d)
+    scores = nl.ndarray((Sq, Sk), dtype=nl.float32, buffer=nl.hbm, name="scores")
+    probs = nl.ndarray((Sq, Sk), dtype=q_t.dtype, buffer=nl.hbm, name="probs")
+    out = nl.ndarray((Sq, d), dtype=q_t.dtype, buffer=nl.shared_hbm)
+    # pass 1: S = Q K^T * scale  -> HBM
+    for i in nl.affine_range(Sq // P):
+        q_tile = nl.load(q_t[:, i * P:(i + 1) * P])
+        for j in nl.affine_range(Sk // KC):
+            k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
+            s = nl.matmul(q_tile, k_tile, transpose_x=True)
+            s_sb = nisa.activation(op=nl.identity, data=s, scale=scale,
+                                   dtype=nl.float32)
+            nl.store(scores[i * P:(i + 1) * P, j * KC:(j + 1) * KC], value=s_sb)
+    # pass 2: row softmax of S -> P (HBM)
+    for i in nl.affine_range(Sq // P):
+        t = nl.load(scores[i * P:(i + 1) * P, :])
+        neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
+        row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        e = nisa.activation(op=nl.exp, data=t, bias=neg_max, reduce_op=np.add, reduce_res=row_sum,
+                            dtype=nl.float32)
+        nl.store(probs[i * P:(i + 1) * P, :], value=nl.multiply(e, nl.reciprocal(row_sum), dtype=q_t.dtype))
+    # pass 3: O = P V
+    for i in nl.affine_range(Sq // P):
+        acc = nl.zeros((P, d), dtype=nl.float32, buffer=nl.psum)
+        for j in nl.affine_range(Sk // P):
+            p_tile = nl.load(probs[i * P:(i + 1) * P, j * P:(j + 1) * P])
+            p_t = nl.copy(nisa.nc_transpose(p_tile), dtype=q_t.dtype)
+            v_tile = nl.load(v[j * P:(j + 1) * P, :])
+            acc += nl.matmul(p_t, v_tile, transpose_x=True)
+        nl.store(out[i * P:(i + 1) * P, :], value=nl.copy(acc, dtype=q_t.dtype))
+    return out
+
+
+@nki.jit
+def flash_attention(q_t, k_t, v):
+    """Fused attention with an online softmax (FlashAttention): scores never leave the chip.
+
+    Demonstrates fusion and cross-engine pipelining (perf guide Opt #2, #3, #6): for each 128-query
+    tile, K/V stream through in chunks of 512 keys. Per chunk the Tensor Engine computes S = Q K^T
+    into PSUM; the Vector Engine takes the row max and updates the running (negated) max with ONE
+    two-operator ``tensor_scalar``; ONE ScalarE activation computes ``exp(scale*S - m)`` and its row
+    sum; ScalarE also evacuates the Tensor Engine transposes of P, which the Tensor Engine then
+    multiplies by V; the running sum and output are rescaled by ``exp(m_old - m_new)``. The running
+    max ping-pongs between two [128, 1] buffers instead of being copied, and the division by the row
+    sum is delayed to the end (as in the NKI fused self-attention tutorial). HBM traffic is just
+    Q, K, V and O.
+    """
+    d, Sq, Sk = _shapes("flash_attention", q_t, k_t, v)
+    P = 128
+    KC = min(512, Sk) if Sk % min(512, Sk) == 0 else 128
+    scale = 1.0 / math.sqrt(d)
+    out = nl.ndarray((Sq, d), dtype=q_t.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(Sq // P):
+        q_tile = nl.load(q_t[:, i * P:(i + 1) * P])
+        neg_m = nl.ndarray((2, nl.par_dim(P), 1), dtype=nl.float32, buffer=nl.sbuf)   # -running max, ping-pong
+        neg_m[0] = nl.full((P, 1), -_NEG_LARGE, dtype=nl.float32)
+        l_sum = nl.zeros((P, 1), dtype=nl.float32)
+        acc = nl.zeros((P, d), dtype=nl.float32)
+        for j in nl.sequential_range(Sk // KC):
+            old, new = neg_m[j % 2], neg_m[(j + 1) % 2]
+            k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
+            v_tiles = nl.ndarray((KC // P, nl.par_dim(P), d), dtype=v.dtype, buffer=nl.sbuf)
+            for c in nl.affine_range(KC // P):
+                v_tiles[c] = nl.load(v[j * KC + c * P:j * KC + (c + 1) * P, :])
+            s = nl.matmul(q_tile, k_tile, transpose_x=True)                       # [P, KC] fp32 PSUM
+            row_max = nl.max(s, axis=1, keepdims=True, dtype=nl.float32)
+            # -m_new = min(-m_old, -scale * rowmax): one instruction, two operators
+            new[...] = nisa.tensor_scalar(row_max, op0=np.multiply, operand0=-scale, op1=np.minimum,
+                                          operand1=old, dtype=nl.float32)
+            row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            p = nisa.activation(op=nl.exp, data=s, bias=new, scale=scale, reduce_op=np.add,
+                                reduce_res=row_sum, dtype=q_t.dtype)
+            corr = nisa.activation(op=nl.exp, data=old, bias=new, scale=-1.0, dtype=nl.float32)  # exp(m_old - m_new)
+            l_sum[...] = nisa.tensor_scalar(l_sum, op0=np.multiply, operand0=corr, op1=np.add, operand1=row_sum,
+                                            dtype=nl.float32)
+            pv = nl.zeros((P, d), dtype=nl.float32, buffer=nl.psum)
+            for c in nl.affine_range(KC // P):
+                p_t = nisa.tensor_copy(nisa.nc_transpose(p[:, c * P:(c + 1) * P]), dtype=q_t.dtype,
+                                       engine=nisa.engine.scalar)
+                pv += nl.matmul(p_t, v_tiles[c], transpose_x=True)
+            acc[...] = nisa.tensor_scalar(acc, op0=np.multiply, operand0=corr, dtype=nl.float32)
+            acc[...] = nl.add(acc, pv)
+        nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(acc, nl.reciprocal(l_sum), dtype=q_t.dtype))
+    return out
+
+
+__all__ = ["attention", "flash_attention"]

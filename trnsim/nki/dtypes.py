@@ -1,0 +1,214 @@
+"""NKI data types mapped onto numpy / ml_dtypes storage types.
+
+Low-precision floats (bfloat16, float16, float8) are stored in their real format via
+``ml_dtypes`` so values are rounded exactly as the hardware stores them; arithmetic is done
+in float32 (as Vector/Scalar engines do, SDK-legacy ``nki.api.shared.rst``) and results are
+cast on store. ``tfloat32`` has no numpy type: it is stored as float32 whose mantissa is
+rounded (to nearest even) to 10 bits on every store.
+
+Promotion rules follow SDK-legacy ``general/nki/api/nki.api.shared.rst`` (see
+/work/shared/reference/nki.md section 1.9).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+
+class _TF32:
+    """Marker type for NKI's tfloat32 (float32 storage, 10-bit mantissa)."""
+    name = "tfloat32"
+    itemsize = 4
+
+    def __repr__(self) -> str:
+        return "tfloat32"
+
+
+tfloat32 = _TF32()
+
+float32 = np.float32
+float16 = np.float16
+bfloat16 = ml_dtypes.bfloat16
+float8_e4m3 = ml_dtypes.float8_e4m3
+float8_e4m3fn = ml_dtypes.float8_e4m3fn
+float8_e5m2 = ml_dtypes.float8_e5m2
+int8 = np.int8
+int16 = np.int16
+int32 = np.int32
+uint8 = np.uint8
+uint16 = np.uint16
+uint32 = np.uint32
+bool_ = np.bool_
+
+# canonical name -> storage numpy dtype
+_STORAGE: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "tfloat32": np.dtype(np.float32),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "bool": np.dtype(np.bool_),
+}
+_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "float8_e4m3fnuz": None,
+            "tf32": "tfloat32", "bool_": "bool", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2"}
+
+FLOAT_NAMES = frozenset({"float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
+                         "float8_e5m2", "tfloat32"})
+FP8_NAMES = frozenset({"float8_e4m3", "float8_e4m3fn", "float8_e5m2"})
+# float widths in bits, for promotion
+_FLOAT_BITS = {"float8_e4m3": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16,
+               "tfloat32": 32, "float32": 32}
+
+
+_NAME_CACHE: dict = {}
+
+
+def dtype_name(dt: Any) -> str:
+    """Canonical NKI dtype name for a dtype-like (numpy type, ml_dtypes type, string, tfloat32)."""
+    try:
+        hit = _NAME_CACHE.get(dt)
+    except TypeError:
+        hit = None
+    if hit is not None:
+        return hit
+    name = _dtype_name(dt)
+    try:
+        _NAME_CACHE[dt] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _dtype_name(dt: Any) -> str:
+    if dt is tfloat32 or isinstance(dt, _TF32):
+        return "tfloat32"
+    if isinstance(dt, str):
+        key = _ALIASES.get(dt, dt)
+        if key in _STORAGE:
+            return key
+        raise TypeError(f"unsupported NKI dtype {dt!r}; use one of {sorted(_STORAGE)}")
+    try:
+        name = np.dtype(dt).name
+    except TypeError as exc:
+        raise TypeError(f"unsupported NKI dtype {dt!r}; use one of {sorted(_STORAGE)}") from exc
+    if name in _STORAGE:
+        return name
+    raise TypeError(f"unsupported NKI dtype {name!r}; use one of {sorted(_STORAGE)}")
+
+
+def storage_dtype(name: str) -> np.dtype:
+    """numpy dtype used to store values of NKI dtype ``name``."""
+    return _STORAGE[name]
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of NKI dtype ``name``."""
+    return _ITEMSIZE[name]
+
+
+def is_float(name: str) -> bool:
+    return name in FLOAT_NAMES
+
+
+def dtype_object(name: str) -> Any:
+    """The user-facing dtype object (what ``nl.<name>`` is) for a canonical name."""
+    if name == "tfloat32":
+        return tfloat32
+    return _STORAGE[name].type
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to tf32 precision (10 explicit mantissa bits, round to nearest even)."""
+    a = np.ascontiguousarray(x, dtype=np.float32)
+    bits = a.view(np.uint32)
+    finite = np.isfinite(a)
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + np.uint32(0x0FFF) + lsb) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    out = np.where(finite, rounded, bits).astype(np.uint32)
+    return out.view(np.float32)
+
+
+def cast(values: np.ndarray, name: str) -> np.ndarray:
+    """Convert computed values (usually float32) to the storage of NKI dtype ``name``.
+
+    Floats round to nearest even (numpy/ml_dtypes casts); float -> int conversion rounds to
+    nearest and saturates at the integer range (the hardware's output conversion).
+    """
+    if name == "tfloat32":
+        return _round_tf32(values)
+    st = _STORAGE[name]
+    if values.dtype == st:
+        return values
+    if st.kind in "iu" and values.dtype.kind == "f":
+        info = np.iinfo(st)
+        with np.errstate(invalid="ignore"):
+            v = np.rint(values.astype(np.float64))
+            v = np.nan_to_num(v, nan=0.0, posinf=info.max, neginf=info.min)
+            return np.clip(v, info.min, info.max).astype(st)
+    if st.kind == "b":
+        return values.astype(bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(st)
+
+
+def promote(a: str, b: str) -> str:
+    """Output dtype of a binary op on dtypes ``a`` and ``b`` (NKI promotion rules).
+
+    (float, int) -> the float; (float, float) -> the wider, or float32 for two different 16-bit
+    floats and bfloat16 for two different fp8 formats; (int, int) -> the wider integer
+    (int32 with uint32 -> float32).
+    """
+    if a == b:
+        return a
+    fa, fb = is_float(a), is_float(b)
+    if fa and not fb:
+        return a
+    if fb and not fa:
+        return b
+    if fa and fb:
+        ba, bb = _FLOAT_BITS[a], _FLOAT_BITS[b]
+        if ba != bb:
+            return a if ba > bb else b
+        if ba == 8:
+            return "bfloat16"
+        return "float32"
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    sa, sb = _STORAGE[a], _STORAGE[b]
+    if {a, b} == {"int32", "uint32"}:
+        return "float32"
+    if sa.kind == sb.kind:
+        return a if sa.itemsize >= sb.itemsize else b
+    # signed/unsigned mix: the signed type wide enough for both
+    size = max(sa.itemsize * (2 if sa.kind == "u" else 1), sb.itemsize * (2 if sb.kind == "u" else 1))
+    return {1: "int8", 2: "int16", 4: "int32"}.get(size, "float32")
+
+
+def scalar_dtype(value: Any) -> str:
+    """Weak type of a Python scalar (bool -> uint8, int -> int32, float -> float32)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "uint8"
+    if isinstance(value, (int, np.integer)):
+        return "int32"
+    return "float32"
+
+
+def compute_dtype(name: str) -> np.dtype:
+    """numpy dtype used for arithmetic on values of ``name`` (float32 for floats, int64 for ints)."""
+    return np.dtype(np.float32) if is_float(name) else np.dtype(np.int64) if name != "bool" else np.dtype(np.float32)
+
+
+ALL_DTYPE_NAMES = tuple(_STORAGE)
+_ITEMSIZE = {n: (4 if n == "tfloat32" else d.itemsize) for n, d in _STORAGE.items()}

@@ -1,0 +1,945 @@
+"""Tensors, views (tiles) and index expressions of the kernel language.
+
+* :class:`Tensor` is one allocation (an HBM kernel input/output, or an SBUF/PSUM buffer).
+* :class:`View` is an access to part of a tensor (what NKI calls a tile when the partition dim
+  comes first). Every API takes views; a tensor is its own full view.
+* :class:`IndexExpr` is an affine index expression built from ``nl.arange`` / ``nl.mgrid``
+  (e.g. ``i * 128 + nl.arange(128)[:, None]``); comparisons of them give :class:`Mask`.
+
+Indexing follows NKI (SDK-legacy ``programming_model.rst``): basic indexing (ints, slices) gives
+views; advanced indexing with arange/mgrid expressions broadcasts like numpy advanced indexing;
+mixing slices with arange expressions in one subscript is an error. Out-of-bound index ranges
+raise ``err_tensor_access_out_of_bound`` unless masked off.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trnsim.nki import dtypes as dt
+from trnsim.nki.rules import KernelError, fmt_shape
+
+BUFFERS = ("sbuf", "psum", "hbm")
+
+
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition dimension in an on-chip tensor shape."""
+
+    def __repr__(self) -> str:
+        return f"par_dim({int(self)})"
+
+
+class DynSlice:
+    """``nl.ds(start, size)``: a slice of ``size`` elements from ``start``."""
+    __slots__ = ("start", "size", "step")
+
+    def __init__(self, start: int, size: int, step: int = 1):
+        self.start, self.size, self.step = int(start), int(size), int(step)
+
+
+# ----------------------------------------------------------------------------------- index exprs
+
+class IndexExpr:
+    """Affine index expression. Simple form: ``start + step * j`` along broadcast axis ``axis`` of
+    an ``ndim``-dimensional grid (``size`` values); otherwise a general int64 array."""
+    __slots__ = ("ndim", "axis", "start", "step", "size", "_arr")
+
+    def __init__(self, ndim: int, axis: int | None, start: int = 0, step: int = 1, size: int = 1,
+                 arr: np.ndarray | None = None):
+        self.ndim, self.axis, self.start, self.step, self.size = ndim, axis, start, step, size
+        self._arr = arr
+
+    @property
+    def simple(self) -> bool:
+        return self._arr is None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self._arr is not None:
+            return self._arr.shape
+        return tuple(self.size if k == self.axis else 1 for k in range(self.ndim))
+
+    def values(self) -> np.ndarray:
+        if self._arr is not None:
+            return self._arr
+        v = self.start + self.step * np.arange(self.size, dtype=np.int64)
+        return v.reshape(self.shape)
+
+    def minmax(self) -> tuple[int, int]:
+        if self._arr is not None:
+            return int(self._arr.min()), int(self._arr.max())
+        last = self.start + self.step * (self.size - 1)
+        return (min(self.start, last), max(self.start, last))
+
+    # -- reshaping a 1-D arange with [:, None] / [None, :]
+    def __getitem__(self, key) -> "IndexExpr":
+        if not isinstance(key, tuple):
+            key = (key,)
+        if self.ndim != 1 or not self.simple:
+            raise KernelError("err_unsupported_index_expression",
+                              "only a 1-D nl.arange can be reshaped with [:, None] / [None, :]",
+                              "build multi-dimensional index grids with nl.mgrid")
+        axis, n = None, 0
+        for k in key:
+            if k is None:
+                n += 1
+            elif isinstance(k, slice) and k == slice(None):
+                axis = n
+                n += 1
+            else:
+                raise KernelError("err_unsupported_index_expression",
+                                  f"unsupported subscript {k!r} on an nl.arange expression",
+                                  "use [:, None] for a partition index and [None, :] for a free index")
+        if axis is None:
+            raise KernelError("err_unsupported_index_expression", "subscript must keep the arange axis (':')",
+                              "use [:, None] or [None, :]")
+        return IndexExpr(n, axis, self.start, self.step, self.size)
+
+    def _general(self, arr) -> "IndexExpr":
+        arr = np.asarray(arr, dtype=np.int64)
+        return IndexExpr(arr.ndim, None, arr=arr)
+
+    def __add__(self, other):
+        if isinstance(other, (int, np.integer)):
+            if self.simple:
+                return IndexExpr(self.ndim, self.axis, self.start + int(other), self.step, self.size)
+            return self._general(self._arr + int(other))
+        if isinstance(other, IndexExpr):
+            return self._general(_bcast_add(self.values(), other.values()))
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if isinstance(other, (int, np.integer)):
+            return self + (-int(other))
+        if isinstance(other, IndexExpr):
+            return self._general(_bcast_add(self.values(), -other.values()))
+        return NotImplemented
+
+    def __rsub__(self, other):
+        return (self * -1) + other
+
+    def __mul__(self, other):
+        if isinstance(other, (int, np.integer)):
+            c = int(other)
+            if self.simple:
+                return IndexExpr(self.ndim, self.axis, self.start * c, self.step * c, self.size)
+            return self._general(self._arr * c)
+        if isinstance(other, IndexExpr):
+            raise KernelError("err_unsupported_index_expression",
+                              "the product of two arange expressions is not affine",
+                              "index expressions must be affine: const + sum(coef * arange)")
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self * -1
+
+    def __floordiv__(self, other):
+        if isinstance(other, (int, np.integer)):
+            return self._general(self.values() // int(other))
+        return NotImplemented
+
+    def __mod__(self, other):
+        if isinstance(other, (int, np.integer)):
+            return self._general(self.values() % int(other))
+        return NotImplemented
+
+    def _cmp(self, other, fn) -> "Mask":
+        o = other.values() if isinstance(other, IndexExpr) else other
+        if not isinstance(o, (int, np.integer, np.ndarray)):
+            return NotImplemented
+        return Mask(fn(self.values(), o))
+
+    def __lt__(self, o):
+        return self._cmp(o, np.less)
+
+    def __le__(self, o):
+        return self._cmp(o, np.less_equal)
+
+    def __gt__(self, o):
+        return self._cmp(o, np.greater)
+
+    def __ge__(self, o):
+        return self._cmp(o, np.greater_equal)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._cmp(o, np.equal)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._cmp(o, np.not_equal)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise KernelError("err_control_flow_condition_depending_on_arange",
+                          "control flow cannot depend on nl.arange / nl.mgrid values",
+                          "use a mask= predicate instead of if/while on index expressions")
+
+    def __repr__(self) -> str:
+        return f"IndexExpr(shape={self.shape})"
+
+
+def _bcast_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.ndim != b.ndim:
+        raise KernelError("err_unsupported_index_expression",
+                          f"combining index expressions of different rank ({a.ndim} vs {b.ndim})",
+                          "build all index expressions of one access from the same nl.mgrid or with the "
+                          "same number of dimensions")
+    return a + b
+
+
+class Mask:
+    """A compile-time execution predicate (``mask=``) over index expressions."""
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: np.ndarray):
+        self.arr = np.asarray(arr, dtype=bool)
+
+    def __and__(self, other: "Mask") -> "Mask":
+        if isinstance(other, (bool, np.bool_)):
+            return Mask(self.arr & bool(other))
+        return Mask(np.logical_and(self.arr, other.arr))
+
+    __rand__ = __and__
+
+    def __or__(self, other: "Mask") -> "Mask":
+        if isinstance(other, (bool, np.bool_)):
+            return Mask(self.arr | bool(other))
+        return Mask(np.logical_or(self.arr, other.arr))
+
+    __ror__ = __or__
+
+    def __invert__(self) -> "Mask":
+        return Mask(~self.arr)
+
+    def __bool__(self):
+        raise KernelError("err_control_flow_condition_depending_on_arange",
+                          "control flow cannot depend on a comparison of nl.arange / nl.mgrid values (it has no single "
+                          "truth value)",
+                          "pass the predicate as mask=..., and combine predicates with & and | (not 'and'/'or')")
+
+
+def mask_array(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Broadcast a ``mask=`` argument to ``shape`` (None = all true)."""
+    if mask is None or mask is True:
+        return None
+    if isinstance(mask, Mask):
+        arr = mask.arr
+    elif isinstance(mask, (bool, np.bool_)):
+        arr = np.asarray(bool(mask))
+    else:
+        raise KernelError("err_unsupported_expression_in_mask",
+                          f"mask must be a comparison of affine index expressions, got {type(mask).__name__}",
+                          "build masks like (i * 128 + nl.arange(128)[:, None] < n)")
+    if arr.ndim < len(shape):
+        arr = arr.reshape(arr.shape + (1,) * (len(shape) - arr.ndim))
+    try:
+        out = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise KernelError("err_unsupported_expression_in_mask",
+                          f"mask of shape {fmt_shape(arr.shape)} does not broadcast to the tile {fmt_shape(shape)}",
+                          "build the mask from the same index expressions as the access") from None
+    if out.all():
+        return None
+    return out
+
+
+class MGrid:
+    """``nl.mgrid[0:128, 0:512]``: index grids with ``.p`` (partition) and ``.x``, ``.y``, ... (free)."""
+
+    def __getitem__(self, key) -> "GridIndex":
+        if not isinstance(key, tuple):
+            key = (key,)
+        n = len(key)
+        exprs = []
+        for axis, s in enumerate(key):
+            if not isinstance(s, slice):
+                raise KernelError("err_unsupported_index_expression", "nl.mgrid takes slices like 0:128",
+                                  "write nl.mgrid[0:128, 0:512]")
+            start = 0 if s.start is None else int(s.start)
+            step = 1 if s.step is None else int(s.step)
+            size = len(range(start, int(s.stop), step))
+            exprs.append(IndexExpr(n, axis, start, step, size))
+        return GridIndex(exprs)
+
+
+class GridIndex(tuple):
+    """Tuple of index expressions from ``nl.mgrid`` with named access ``.p``, ``.x``, ``.y``, ``.z``."""
+
+    @property
+    def p(self) -> IndexExpr:
+        return self[0]
+
+    @property
+    def x(self) -> IndexExpr:
+        return self[1]
+
+    @property
+    def y(self) -> IndexExpr:
+        return self[2]
+
+    @property
+    def z(self) -> IndexExpr:
+        return self[3]
+
+
+# ------------------------------------------------------------------------------------- tensors
+
+_LAYOUTS: dict = {}
+
+
+def _layout(shape: tuple, pdim: int, hbm: bool):
+    """(strides in elements, elements per partition, partitions, full ranges, partition-first) of a tensor."""
+    acc = 1
+    st = [0] * len(shape)
+    if hbm:
+        for k in range(len(shape) - 1, -1, -1):
+            st[k] = acc
+            acc *= shape[k]
+        parts = 1
+    else:
+        for k in range(len(shape) - 1, -1, -1):
+            if k != pdim:
+                st[k] = acc
+                acc *= shape[k]
+        parts = shape[pdim] if shape else 1
+    full = tuple(("r", 0, 1, s) for s in shape)
+    lay = (tuple(st), acc, parts, full, hbm or pdim == 0)
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[(shape, pdim, hbm)] = lay
+    return lay
+
+
+class Tensor:
+    """One allocation. ``shape`` in elements; ``pdim`` is the partition dimension of on-chip tensors."""
+    depth = 0   # number of NKI loops enclosing the tensor's creation
+    # per-instance state with class-level defaults (tracing creates many tensors; set only when changed)
+    live = True
+    freed_line: str | None = None
+    acc = None              # PSUM: bool array, True where a matmul accumulation group is open (numerics)
+    mutable = True
+    _full_op = None         # cached trace Operand of the full view
+    _ops = None             # cached trace Operands of basic sub-views, by ranges
+    alias = None            # View this temp tile was retargeted into (see runtime.assign)
+    written = False
+    mm_open = False         # PSUM: a matmul accumulation group is open (numerics=False tracking)
+    root = None             # the tensor a reshaped HBM tensor views
+    _full_geom = None       # (partition_start, partitions, byte_start, byte_stop, contiguous_bytes) of the full view
+
+    def __init__(self, ctx, shape, dtype_name: str, buffer: str, name: str = "", *, pdim: int = 0,
+                 data: np.ndarray | None = None, kind: str = "local", alloc_id: int | None = None):
+        self.ctx = ctx
+        self.shape = shape = tuple(map(int, shape))
+        self.dtype_name = dtype_name
+        self.itemsize = isz = dt.itemsize(dtype_name)
+        self.buffer = buffer
+        self.name = name
+        self.pdim = pdim
+        self.data = data
+        self.kind = kind                # "input" | "output" | "shared" | "private" | "local"
+        self.alloc_id = alloc_id
+        hbm = buffer == "hbm"
+        lay = _LAYOUTS.get((shape, pdim, hbm))
+        if lay is None:
+            lay = _layout(shape, pdim, hbm)
+        self.strides, elems, self.partitions, self._full_ranges, self._pfirst_full = lay
+        self.bytes_per_partition = elems * isz
+
+    # numpy-like metadata
+    @property
+    def dtype(self):
+        return dt.dtype_object(self.dtype_name)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def tensor(self) -> "Tensor":
+        return self
+
+    def full_view(self) -> "View":
+        v = _new_view(View)
+        v.tensor = self
+        v.ranges = self._full_ranges
+        v.adv = None
+        v.shape = self.shape
+        v._npkey = None
+        v._op = None
+        v._reg = None
+        v.pfirst = self._pfirst_full
+        return v
+
+    def __del__(self):
+        ctx = self.ctx
+        if self.live and ctx is not None and self.buffer != "hbm":
+            try:
+                ctx.release(self)
+            except Exception:  # never raise from a finalizer
+                pass
+
+    def __getitem__(self, key) -> "View":
+        if key is Ellipsis:
+            return self.full_view()
+        if type(key) is tuple and len(key) == len(self.shape):
+            fast = _fast_basic(key, self.shape)   # same result as _index's fast path, without the full view
+            if fast is not None:
+                return View(self, fast, None)
+        return self.full_view()[key]
+
+    def __setitem__(self, key, value) -> None:
+        if key is Ellipsis:
+            _rt().assign(self.full_view(), value)
+            return
+        self.full_view().__setitem__(key, value)
+
+    def reshape(self, shape) -> "Tensor":
+        """Reshape an HBM tensor (same memory, new shape)."""
+        return self.full_view().reshape(shape)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name or '<tile>'}: {fmt_shape(self.shape)} {self.dtype_name} in {self.buffer})"
+
+    def __getattr__(self, item):
+        # tile-level methods / operators live on View
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return getattr(self.full_view(), item)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        raise TypeError("NKI tensors are not iterable; index them with nl.arange / slices")
+
+    def __array__(self, *a, **k):
+        raise KernelError("err_tensor_to_numpy", f"cannot convert kernel tensor {self!r} to numpy inside a kernel",
+                          "use NKI ops on tiles; kernel outputs come back as numpy from simulate_kernel")
+
+
+_new_view = object.__new__
+_runtime = None
+
+
+def _rt():
+    """trnsim.nki.runtime (imported on first use: it imports this module)."""
+    global _runtime
+    if _runtime is None:
+        from trnsim.nki import runtime
+        _runtime = runtime
+    return _runtime
+
+
+class View:
+    """An access to part of a tensor.
+
+    ``ranges`` (basic form) has one entry per tensor dim: ``("i", k)`` integer index, or
+    ``("r", start, step, count)`` range. ``adv`` (advanced form) is a tuple with one entry per
+    tensor dim: int or IndexExpr, giving a result of the broadcast shape.
+    """
+    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst")
+
+    def __init__(self, tensor: Tensor, ranges, adv):
+        self.tensor = tensor
+        self.ranges = ranges
+        self.adv = adv
+        self._op = None
+        self._reg = None
+        if adv is None:
+            self.shape = tuple(r[3] for r in ranges if r[0] == "r")
+            self._npkey = None
+            if tensor.buffer != "hbm":
+                # the partition dim must be the first non-integer dim
+                self.pfirst = True
+                for k, r in enumerate(ranges):
+                    if r[0] == "r":
+                        self.pfirst = (k == tensor.pdim)
+                        break
+            else:
+                self.pfirst = True
+        else:
+            shapes = [a.shape for a in adv if isinstance(a, IndexExpr)]
+            try:
+                self.shape = tuple(int(s) for s in np.broadcast_shapes(*shapes))
+            except ValueError:
+                raise KernelError("err_unsupported_index_expression",
+                                  "index expressions do not broadcast together: "
+                                  + ", ".join(fmt_shape(s) for s in shapes),
+                                  "use nl.arange(n)[:, None] for the partition axis and [None, :] for free axes"
+                                  ) from None
+            self._npkey = tuple(a.values() if isinstance(a, IndexExpr) else a for a in adv)
+            self.pfirst = True
+
+    # ---------------------------------------------------------------- metadata
+    @property
+    def dtype(self):
+        return dt.dtype_object(self.tensor.dtype_name)
+
+    @property
+    def dtype_name(self) -> str:
+        return self.tensor.dtype_name
+
+    @property
+    def buffer(self) -> str:
+        return self.tensor.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def name(self) -> str:
+        return self.tensor.name
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        t = self.tensor
+        return f"View({t.name or '<tile>'}{fmt_shape(self.shape)} {t.dtype_name} in {t.buffer})"
+
+    def npkey(self):
+        k = self._npkey
+        if k is None:
+            k = tuple(r[1] if r[0] == "i" else _slice_of(r) for r in self.ranges)
+            self._npkey = k
+        return k
+
+    def is_full(self) -> bool:
+        return self.ranges is self.tensor._full_ranges
+
+    # per-tensor-dim (min, max) of indices touched
+    def dim_bounds(self) -> list[tuple[int, int]]:
+        if self.adv is None:
+            out = []
+            for r in self.ranges:
+                if r[0] == "i":
+                    out.append((r[1], r[1]))
+                else:
+                    last = r[1] + r[2] * (r[3] - 1)
+                    out.append((min(r[1], last), max(r[1], last)))
+            return out
+        out = []
+        for a in self.adv:
+            if isinstance(a, IndexExpr):
+                out.append(a.minmax())
+            else:
+                out.append((a, a))
+        return out
+
+    def region(self) -> tuple[int, int, int, int]:
+        """(partition_start, partitions, byte_start, byte_stop) touched by this view."""
+        reg = self._reg
+        if reg is not None:
+            return reg
+        t = self.tensor
+        if self.adv is None:
+            lo = hi = 0
+            p0 = p1 = 0
+            pd = t.pdim if t.buffer != "hbm" else -1
+            strides = t.strides
+            for k, r in enumerate(self.ranges):
+                if r[0] == "i":
+                    a = b = r[1]
+                else:
+                    if r[3] == 0:
+                        self._reg = (0, 0, 0, 0)
+                        return self._reg
+                    a = r[1]
+                    b = a + r[2] * (r[3] - 1)
+                    if b < a:
+                        a, b = b, a
+                if k == pd:
+                    p0, p1 = a, b
+                st = strides[k]
+                lo += st * a
+                hi += st * b
+        else:
+            b_ = self.dim_bounds()
+            if 0 in self.shape:
+                self._reg = (0, 0, 0, 0)
+                return self._reg
+            lo = sum(s * x[0] for s, x in zip(t.strides, b_))
+            hi = sum(s * x[1] for s, x in zip(t.strides, b_))
+            p0, p1 = b_[t.pdim] if t.buffer != "hbm" else (0, 0)
+        isz = t.itemsize
+        if t.buffer == "hbm":
+            reg = (0, 1, lo * isz, (hi + 1) * isz)
+        else:
+            reg = (p0, p1 - p0 + 1, lo * isz, (hi + 1) * isz)
+        self._reg = reg
+        return reg
+
+    def contiguous_bytes(self) -> int:
+        """Bytes of the innermost contiguous run per partition (row for HBM tiles)."""
+        t = self.tensor
+        if self.adv is not None:
+            last = self.adv[-1]
+            if isinstance(last, IndexExpr) and last.simple and last.step == 1 and last.axis == last.ndim - 1:
+                return last.size * t.itemsize
+            return t.itemsize
+        run = t.itemsize
+        skip = t.pdim if t.buffer != "hbm" else -1
+        nd = len(self.ranges)
+        for k in range(nd - 1, -1, -1):
+            if k == skip:
+                continue
+            r = self.ranges[k]
+            if t.buffer == "hbm" and k == _first_range_dim(self.ranges):
+                break  # the first tile dim of an HBM access maps to partitions
+            if r[0] == "i":
+                continue
+            if r[2] != 1 and r[3] > 1:
+                break
+            run *= r[3]
+            if r[3] != t.shape[k]:
+                break
+        return run
+
+    # ---------------------------------------------------------------- indexing
+    def __getitem__(self, key) -> "View":
+        if self.adv is not None:
+            raise KernelError("err_unsupported_index_expression",
+                              f"cannot index the advanced-indexed access {self!r} again",
+                              "index the tensor once with all its index expressions")
+        return _index(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        runtime = _rt()
+        dst = self if (key is Ellipsis or (isinstance(key, slice) and key == slice(None)
+                                           and len(self.shape) == 1)) else self[key]
+        runtime.assign(dst, value)
+
+    def reshape(self, shape) -> Tensor:
+        t = self.tensor
+        if t.buffer != "hbm" or not self.is_full():
+            raise KernelError("err_unsupported_reshape",
+                              f"reshape is supported on whole HBM tensors only, not on {self!r}",
+                              "reshape the kernel input (HBM tensor) before loading tiles from it")
+        shape = tuple(int(s) for s in shape)
+        if int(np.prod(shape)) != int(np.prod(t.shape)):
+            raise KernelError("err_unsupported_reshape",
+                              f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}",
+                              "the element count must stay the same")
+        new = Tensor(t.ctx, shape, t.dtype_name, "hbm", t.name, kind=t.kind, alloc_id=t.alloc_id,
+                     data=None if t.data is None else t.data.reshape(shape))
+        new.mutable = t.mutable
+        new.depth = t.depth
+        new.root = t.root or t
+        return new
+
+    def broadcast_to(self, shape) -> "Broadcast":
+        return Broadcast(self, tuple(int(s) for s in shape))
+
+    # ---------------------------------------------------------------- operator sugar
+    def _nl(self):
+        from trnsim.nki import language
+        return language
+
+    def __add__(self, o):
+        return self._nl().add(self, o)
+
+    def __radd__(self, o):
+        return self._nl().add(o, self)
+
+    def __sub__(self, o):
+        return self._nl().subtract(self, o)
+
+    def __rsub__(self, o):
+        return self._nl().subtract(o, self)
+
+    def __mul__(self, o):
+        return self._nl().multiply(self, o)
+
+    def __rmul__(self, o):
+        return self._nl().multiply(o, self)
+
+    def __truediv__(self, o):
+        return self._nl().divide(self, o)
+
+    def __rtruediv__(self, o):
+        return self._nl().divide(o, self)
+
+    def __pow__(self, o):
+        return self._nl().power(self, o)
+
+    def __neg__(self):
+        return self._nl().negative(self)
+
+    def __lt__(self, o):
+        return self._nl().less(self, o)
+
+    def __le__(self, o):
+        return self._nl().less_equal(self, o)
+
+    def __gt__(self, o):
+        return self._nl().greater(self, o)
+
+    def __ge__(self, o):
+        return self._nl().greater_equal(self, o)
+
+    def __iadd__(self, o):
+        return _rt().augmented(self, o, "add")
+
+    def __isub__(self, o):
+        return _rt().augmented(self, o, "subtract")
+
+    def __imul__(self, o):
+        return _rt().augmented(self, o, "multiply")
+
+    def __bool__(self):
+        raise KernelError("err_ambiguous_tensor_truth_value",
+                          f"the truth value of tile {self!r} is ambiguous (control flow cannot depend on tile data)",
+                          "use a mask= predicate, nl.where, or a data-independent loop")
+
+    def __iter__(self):
+        raise TypeError("NKI tiles are not iterable; index them with nl.arange / slices")
+
+    def __array__(self, *a, **k):
+        raise KernelError("err_tensor_to_numpy", f"cannot convert kernel tile {self!r} to numpy inside a kernel",
+                          "use NKI ops on tiles; kernel outputs come back as numpy from simulate_kernel")
+
+
+# Tensor operators delegate to the full view
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__pow__", "__neg__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__"):
+    setattr(Tensor, _name, (lambda n: lambda self, *a: getattr(self.full_view(), n)(*a))(_name))
+
+
+def _taug(op):
+    def f(self, o):
+        _rt().augmented(self.full_view(), o, op)
+        return self
+    return f
+
+
+Tensor.__iadd__ = _taug("add")
+Tensor.__isub__ = _taug("subtract")
+Tensor.__imul__ = _taug("multiply")
+
+
+class Broadcast:
+    """``tile.broadcast_to(shape)``: a read-only access whose size-1 dims are broadcast."""
+
+    def __init__(self, view: View, shape: tuple[int, ...]):
+        if len(shape) != len(view.shape) or any(a != b and a != 1 for a, b in zip(view.shape, shape)):
+            raise KernelError("err_invalid_broadcast",
+                              f"cannot broadcast tile {fmt_shape(view.shape)} to {fmt_shape(shape)}",
+                              "only dimensions of size 1 can be broadcast")
+        self.view = view
+        self.shape = shape
+
+    @property
+    def dtype(self):
+        return self.view.dtype
+
+    @property
+    def tensor(self):
+        return self.view.tensor
+
+
+def _slice_of(r) -> slice:
+    start, step, count = r[1], r[2], r[3]
+    stop = start + step * count
+    if step < 0 and stop < 0:
+        stop = None
+    return slice(start, stop, step)
+
+
+def _first_range_dim(ranges) -> int:
+    for k, r in enumerate(ranges):
+        if r[0] == "r":
+            return k
+    return -1
+
+
+def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
+    return KernelError("err_tensor_access_out_of_bound",
+                       f"Out-of-bound access for tensor `{t.name or 'tile'}` on dimension {dim}: "
+                       f"index range [{lo}, {hi}] exceed dimension size of {size}",
+                       "shrink the index range, or mask the ragged last tile with mask=(index < size)")
+
+
+def _fast_basic(key: tuple, shape: tuple):
+    """Ranges for the common subscript of a whole tensor by ints and unit-step slices (None if not that)."""
+    out = []
+    for k, s in zip(key, shape):
+        tk = type(k)
+        if tk is slice:
+            if k.step is not None and k.step != 1:
+                return None
+            a = 0 if k.start is None else k.start
+            b = s if k.stop is None else k.stop
+            if type(a) is not int or type(b) is not int or a < 0 or b < 0:
+                return None
+            out.append(("r", a, 1, b - a if b > a else 0))
+        elif tk is int:
+            if not 0 <= k < s:
+                return None
+            out.append(("i", k))
+        else:
+            return None
+    return tuple(out)
+
+
+def _index(view: View, key) -> View:
+    """Resolve ``view[key]`` into a new View on the same tensor."""
+    t = view.tensor
+    if not isinstance(key, tuple):
+        key = (key,)
+    if view.ranges is t._full_ranges and len(key) == len(t.shape):
+        fast = _fast_basic(key, t.shape)
+        if fast is not None:
+            return View(t, fast, None)
+    # expand Ellipsis
+    if any(k is Ellipsis for k in key):
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        n_fill = len(view.shape) - (len(key) - 1)
+        key = key[:i] + (slice(None),) * n_fill + key[i + 1:]
+    if len(key) > len(view.shape):
+        raise KernelError("err_too_many_indices",
+                          f"{len(key)} indices for a tile of rank {len(view.shape)} {fmt_shape(view.shape)}",
+                          "index each dimension at most once")
+    has_expr = any(isinstance(k, IndexExpr) for k in key)
+    has_slice = any(isinstance(k, (slice, DynSlice)) for k in key)
+    if has_expr:
+        if has_slice:
+            raise KernelError("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                              "mixing basic (slice) and advanced (nl.arange / nl.mgrid) indexing in one subscript",
+                              "use index expressions for every dimension, or slices for every dimension")
+        if len(key) < len(view.shape):
+            raise KernelError("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                              f"advanced indexing must index all {len(view.shape)} dimensions of "
+                              f"{fmt_shape(view.shape)}, got {len(key)}",
+                              "add an index expression for each remaining dimension")
+        for k in key:
+            if isinstance(k, IndexExpr) and k.ndim == 1 and k.simple and len(key) > 1:
+                raise KernelError("err_1d_arange_not_supported",
+                                  "1-D nl.arange used as an index of a multi-dimensional tile",
+                                  "reshape it: nl.arange(n)[:, None] for the partition axis, [None, :] for free axes")
+    else:
+        key = key + (slice(None),) * (len(view.shape) - len(key))
+
+    # map key entries (over view dims) onto tensor dims
+    vdims = [k for k, r in enumerate(view.ranges) if r[0] == "r"]
+    out: list[Any] = list(view.ranges)
+    adv = False
+    for vd, k in zip(vdims, key):
+        r = view.ranges[vd]
+        start, step, count = r[1], r[2], r[3]
+        if isinstance(k, (int, np.integer)):
+            k = int(k)
+            if k < 0:
+                k += count
+            if not 0 <= k < count:
+                raise _oob(t, vd, k, k, count if count != t.shape[vd] else t.shape[vd])
+            out[vd] = ("i", start + step * k)
+        elif isinstance(k, slice):
+            s0, s1, st = k.start, k.stop, k.step
+            st = 1 if st is None else int(st)
+            if st == 0:
+                raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
+            if st > 0:
+                s0 = 0 if s0 is None else int(s0) + (count if int(s0) < 0 else 0)
+                s1 = count if s1 is None else int(s1) + (count if int(s1) < 0 else 0)
+                n = max(0, -(-(s1 - s0) // st))
+            else:
+                s0 = count - 1 if s0 is None else int(s0) + (count if int(s0) < 0 else 0)
+                s1 = -1 if s1 is None else int(s1) + (count if int(s1) < 0 else 0)
+                n = max(0, -(-(s0 - s1) // -st))
+            out[vd] = ("r", start + step * s0, step * st, n)
+        elif isinstance(k, DynSlice):
+            if k.start < 0 or k.start + k.step * (k.size - 1) >= count:
+                raise _oob(t, vd, start + step * k.start, start + step * (k.start + k.step * (k.size - 1)),
+                           t.shape[vd])
+            out[vd] = ("r", start + step * k.start, step * k.step, k.size)
+        elif isinstance(k, IndexExpr):
+            adv = True
+            out[vd] = k * step + start if (step != 1 or start != 0) else k
+        else:
+            raise KernelError("err_unsupported_index", f"unsupported index {k!r} of type {type(k).__name__}",
+                              "index with ints, slices, nl.ds(start, size), or nl.arange / nl.mgrid expressions")
+    if not adv:
+        ranges = tuple(out)
+        if ranges == view.ranges:
+            ranges = view.ranges
+            if ranges is t._full_ranges:
+                return t.full_view()
+        return View(t, ranges, None)
+    # advanced: convert ranges of the parent that are fully specified by ints
+    entries: list[Any] = []
+    for r in out:
+        if isinstance(r, IndexExpr):
+            entries.append(r)
+        elif r[0] == "i":
+            entries.append(r[1])
+        else:  # unreachable: all view dims were indexed
+            entries.append(IndexExpr(1, 0, r[1], r[2], r[3]))
+    # fast path: simple exprs on distinct increasing axes covering the grid -> basic ranges
+    exprs = [e for e in entries if isinstance(e, IndexExpr)]
+    nd = exprs[0].ndim
+    if all(e.simple and e.ndim == nd for e in exprs) and len(exprs) == nd and \
+            [e.axis for e in exprs] == list(range(nd)):
+        ranges = tuple(("i", e) if not isinstance(e, IndexExpr) else ("r", e.start, e.step, e.size)
+                       for e in entries)
+        # bounds are checked at the API call (masks may cover out-of-range elements)
+        return View(t, ranges, None)
+    return View(t, None, tuple(entries))
+
+
+def check_bounds(view: View, mask: np.ndarray | None) -> None:
+    """Raise err_tensor_access_out_of_bound if the (unmasked part of the) access leaves the tensor."""
+    t = view.tensor
+    if view.adv is None:
+        if view.ranges is t._full_ranges:
+            return
+        for r, size in zip(view.ranges, t.shape):
+            if r[0] == "i":
+                if not 0 <= r[1] < size:
+                    break
+            elif r[3]:
+                a = r[1]
+                b = a + r[2] * (r[3] - 1)
+                if a < 0 or b < 0 or a >= size or b >= size:
+                    break
+        else:
+            return
+        b = view.dim_bounds()
+        bad = [(k, lo, hi) for k, (lo, hi) in enumerate(b) if (lo < 0 or hi >= t.shape[k]) and
+               not (view.ranges[k][0] == "r" and view.ranges[k][3] == 0)]
+        if not bad:
+            return
+        if mask is None:
+            k, lo, hi = bad[0]
+            raise _oob(t, k, lo, hi, t.shape[k])
+        # masked: check only active elements
+        vd = 0
+        for k, r in enumerate(view.ranges):
+            if r[0] == "i":
+                if not 0 <= r[1] < t.shape[k]:
+                    raise _oob(t, k, r[1], r[1], t.shape[k])
+                continue
+            idx = r[1] + r[2] * np.arange(r[3])
+            other = tuple(a for a in range(len(view.shape)) if a != vd)
+            active = mask.any(axis=other) if other else mask
+            act = idx[active]
+            if act.size and (act.min() < 0 or act.max() >= t.shape[k]):
+                raise _oob(t, k, int(act.min()), int(act.max()), t.shape[k])
+            vd += 1
+        return
+    for k, a in enumerate(view.adv):
+        if isinstance(a, IndexExpr):
+            lo, hi = a.minmax()
+            if lo >= 0 and hi < t.shape[k]:
+                continue
+            vals = np.broadcast_to(a.values(), view.shape)
+            if mask is not None:
+                vals = vals[mask]
+            if vals.size and (vals.min() < 0 or vals.max() >= t.shape[k]):
+                raise _oob(t, k, int(vals.min()), int(vals.max()), t.shape[k])
+        elif not 0 <= a < t.shape[k]:
+            raise _oob(t, k, a, a, t.shape[k])

@@ -1,0 +1,22 @@
+"""trnsim.perf: the kernel cost model.
+
+Pure per-instruction cycle formulas (``cost``), DMA transfer costs (``dma``), a dependency-driven
+in-order scheduler (``schedule``), the ``Profile`` record with its bottleneck summary (``profile``),
+a roofline (``roofline``) and NKI's ``benchmark`` decorator (``benchmark``). Constants come from the
+catalog (``trnsim.target(name).core``/``.chip``); modelling choices from data/perf_model.json.
+"""
+from trnsim.perf.benchmark import BenchmarkError, benchmark
+from trnsim.perf.cost import CostModelError, compute_cycles, instruction_cost_ns, tensor_peak_tflops
+from trnsim.perf.dma import dma_cost_ns, dma_params, dma_plan
+from trnsim.perf.profile import Occupancy, Profile, profile, profile_trace
+from trnsim.perf.roofline import Roofline, matmul_intensity, roofline
+from trnsim.perf.schedule import ENGINE_NAMES, Timeline, schedule, schedule_instructions
+
+__all__ = [
+    "CostModelError", "compute_cycles", "instruction_cost_ns", "tensor_peak_tflops",
+    "dma_cost_ns", "dma_params", "dma_plan",
+    "ENGINE_NAMES", "Timeline", "schedule", "schedule_instructions",
+    "Profile", "Occupancy", "profile", "profile_trace",
+    "Roofline", "roofline", "matmul_intensity",
+    "benchmark", "BenchmarkError",
+]

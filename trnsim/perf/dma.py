@@ -1,0 +1,108 @@
+"""DMA transfer cost: engines used, descriptor efficiency, fixed latency, HBM ceiling.
+
+Facts (hardware.md section 5, nki.md section 4.4):
+- 16 DMA engines per NeuronCore, each serving ~8 of the 128 SBUF partitions, one transfer at a
+  time (N-DMA); a transfer over P partitions uses ``min(16, ceil(P / 8))`` engines.
+- per-engine rate: the catalog's ``dma_engine_gbytes_per_s``, the achievable 17 / 23 / 33 B/ns
+  (TRN1/2/3, N-DMABW); why this and not the theoretical 27.2 / 38.4 GB/s is recorded in
+  data/perf_model.json (``dma_engine_rate_choice``).
+- a fixed ~1,300 ns per transfer for descriptor setup, synchronisation and semaphore-to-start
+  (N-DMABW, catalog ``dma_fixed_cost_ns``), modelled as latency (see perf_model.json).
+- each contiguous run ("DMA buffer", at least one per partition) carries a descriptor cost
+  (perf_model.json ``dma_descriptor_overhead_bytes``: the documented 256 B overhead-bound threshold).
+- the chip's HBM bandwidth divided by its NeuronCores caps the aggregate rate of a core's
+  DMA engines for transfers that touch HBM.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from trnsim.nki.trace import Instruction
+from trnsim.perf import model_data
+
+
+@dataclass(frozen=True)
+class DmaParams:
+    """DMA constants of one target core (units in the names)."""
+
+    engines: int
+    partitions_per_engine: int
+    engine_bytes_per_ns: float          # achievable per-engine rate (perf_model.json)
+    fixed_ns: float                     # per-transfer latency (catalog dma_fixed_cost_ns)
+    descriptor_overhead_bytes: float    # byte-equivalents per contiguous run
+    hbm_core_bytes_per_ns: float        # chip HBM GB/s / NeuronCores per chip (1 GB/s = 1 B/ns)
+
+    @property
+    def hbm_capped_engine_bytes_per_ns(self) -> float:
+        """Per-engine rate when all engines stream from HBM at once (the HBM share caps it)."""
+        return min(self.engine_bytes_per_ns, self.hbm_core_bytes_per_ns / self.engines)
+
+    @property
+    def peak_bytes_per_ns(self) -> float:
+        """Aggregate ceiling of one core's HBM traffic."""
+        return self.hbm_capped_engine_bytes_per_ns * self.engines
+
+
+def dma_params(core: Any, chip: Any) -> DmaParams:
+    """Build DmaParams from the catalog CoreSpec/ChipSpec and perf_model.json."""
+    rate = float(core.dma_engine_gbytes_per_s)  # GB/s == B/ns; choice documented in perf_model.json
+    hbm = float(chip.hbm_gbytes_per_s) / float(chip.neuroncores)
+    return DmaParams(
+        engines=int(core.dma_engines),
+        partitions_per_engine=int(core.dma_partitions_per_engine),
+        engine_bytes_per_ns=rate,
+        fixed_ns=float(core.dma_fixed_cost_ns),
+        descriptor_overhead_bytes=float(model_data.value("dma_descriptor_overhead_bytes")),
+        hbm_core_bytes_per_ns=hbm,
+    )
+
+
+@dataclass(frozen=True)
+class DmaPlan:
+    """How one transfer spreads over the DMA engines."""
+
+    engines_used: int
+    bytes_total: int
+    partitions: int
+    bytes_per_partition: float
+    descriptor_bytes: float             # size of one contiguous run
+    descriptors_per_engine: int
+    bytes_per_engine: float
+    touches_hbm: bool
+    data_ns_per_engine: float           # time each engine moves data (without the fixed latency)
+    efficiency: float                   # descriptor efficiency: payload / (payload + overhead)
+
+
+def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
+    """Split a dma_copy over engines and price each engine's share (pure)."""
+    attrs = instr.attrs or {}
+    nbytes = int(instr.bytes_moved)
+    if nbytes < 0:
+        raise ValueError(f"DMA instruction {instr.index}: bytes_moved={nbytes} must be >= 0")
+    parts = int(attrs.get("partitions", instr.partitions) or 1)
+    parts = max(parts, 1)
+    bpp = float(attrs.get("bytes_per_partition", nbytes / parts))
+    runs = [o.contiguous_bytes for o in (instr.reads + instr.writes) if o.contiguous_bytes > 0]
+    desc = min([bpp] + runs) if bpp > 0 else 0.0
+    desc = max(desc, 1.0)
+    descs_per_partition = max(1, math.ceil(bpp / desc)) if bpp > 0 else 0
+    n_eng = max(1, min(params.engines, math.ceil(parts / params.partitions_per_engine)))
+    parts_per_eng = math.ceil(parts / n_eng)
+    bytes_e = parts_per_eng * bpp
+    descs_e = parts_per_eng * descs_per_partition
+    buffers = {o.buffer for o in instr.reads + instr.writes}
+    touches_hbm = "hbm" in buffers or not buffers
+    rate = params.hbm_capped_engine_bytes_per_ns if touches_hbm else params.engine_bytes_per_ns
+    data_ns = (bytes_e + descs_e * params.descriptor_overhead_bytes) / rate if nbytes > 0 else 0.0
+    eff = bytes_e / (bytes_e + descs_e * params.descriptor_overhead_bytes) if bytes_e > 0 else 0.0
+    return DmaPlan(n_eng, nbytes, parts, bpp, desc, descs_e, bytes_e, touches_hbm, data_ns, eff)
+
+
+def dma_cost_ns(instr: Instruction, params: DmaParams) -> float:
+    """Isolated transfer time in ns: fixed latency + the slowest engine's data time."""
+    return params.fixed_ns + dma_plan(instr, params).data_ns_per_engine
+
+
+__all__ = ["DmaParams", "DmaPlan", "dma_params", "dma_plan", "dma_cost_ns"]

@@ -1,0 +1,570 @@
+"""Dependency-driven list scheduler: one in-order stream per engine and per DMA queue.
+
+An instruction starts when (1) its engine has finished the previous instruction of its own
+stream, (2) every instruction in ``deps`` (RAW, WAR and WAW overlaps computed by the tracer)
+has finished, (3) on NC-v2, the SBUF/PSUM port it shares with another engine is free
+(N-ARCH2), and (4) if it is the first use of a tile, SBUF/PSUM has room for it at that time
+(``_Capacity``). A compute instruction that waits on a dependency also pays the exposed fixed
+overhead (``cost.dependent_overhead_cycles``). A DMA transfer spreads over the earliest-free DMA
+engines, may fill an engine's idle gap left by a waiting transfer of another queue, starts moving
+data no earlier than ``ready + fixed latency``, and keeps its queue's issue order.
+One pass in program order: O(n log n) at worst, O(n) in the common case.
+Modelling choices and their sources: data/perf_model.json.
+"""
+from __future__ import annotations
+
+import gc
+import heapq
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trnsim.nki.trace import Instruction, Trace
+from trnsim.perf import model_data
+from trnsim.perf.cost import (
+    CostModelError, compute_cycles, dependent_overhead_cycles, engine_clock_ghz,
+)
+from trnsim.perf.dma import DmaParams, dma_params, dma_plan
+
+ENGINE_NAMES: tuple[str, ...] = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync")
+_ENGINE_CODE = {name: i for i, name in enumerate(ENGINE_NAMES)}
+TENSOR, VECTOR, SCALAR, GPSIMD, DMA, SYNC = range(6)
+_EPS = 1e-9
+
+
+@dataclass
+class Timeline:
+    """When each instruction ran. Times in ns from kernel start; arrays indexed by instruction.
+
+    For DMA instructions ``start_ns`` is when data starts moving on the first engine and
+    ``issue_ns`` when the transfer's inputs were ready (the fixed latency follows it).
+    """
+
+    target: str
+    engine: np.ndarray                 # int8 codes into ENGINE_NAMES
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    issue_ns: np.ndarray               # max end time of the instruction's dependencies
+    overhead_ns: np.ndarray            # dependent-instruction overhead included in the duration
+    pred: np.ndarray                   # instruction that determined the start (-1: none)
+    dma_queue: np.ndarray              # DMA queue index (-1 for compute)
+    dma_engines_used: np.ndarray       # engines a transfer used (0 for compute)
+    dma_data_ns: np.ndarray            # data-moving time of a transfer on each of its engines
+    dma_bytes_per_partition: np.ndarray
+    dma_efficiency: np.ndarray         # descriptor efficiency of each transfer (0 for compute)
+    dma_touches_hbm: np.ndarray        # bool
+    queue_names: list[str]
+    dma_engine_busy_ns: np.ndarray     # data-moving time per DMA engine
+    dma_engine_count: int
+    opcodes: list[str]
+    undocumented: dict[str, int] = field(default_factory=dict)   # opcode -> count costed by rule of thumb
+    engine_names: tuple[str, ...] = ENGINE_NAMES
+
+    @property
+    def latency_ns(self) -> float:
+        return float(self.end_ns.max()) if self.end_ns.size else 0.0
+
+    def __len__(self) -> int:
+        return int(self.end_ns.size)
+
+    def engine_busy_ns(self) -> dict[str, float]:
+        """Total occupied time per compute engine; for "dma" the mean over DMA engines."""
+        dur = self.end_ns - self.start_ns
+        out = {}
+        for code, name in enumerate(ENGINE_NAMES[:4]):
+            out[name] = float(dur[self.engine == code].sum())
+        out["dma"] = float(self.dma_engine_busy_ns.sum() / max(self.dma_engine_count, 1))
+        return out
+
+    def critical_path(self) -> dict[str, float]:
+        """Time along the critical path (walked back through ``pred``), by engine; the DMA
+        fixed latency and other exposed waits are reported as "dma_fixed" and "wait"."""
+        out = {name: 0.0 for name in ENGINE_NAMES[:5]}
+        out["dma_fixed"] = 0.0
+        out["wait"] = 0.0
+        if not len(self):
+            return out
+        i = int(np.argmax(self.end_ns))
+        frontier = float(self.end_ns[i])
+        eng, start, end, pred, data = self.engine, self.start_ns, self.end_ns, self.pred, self.dma_data_ns
+        while i >= 0:
+            e = int(eng[i])
+            p = int(pred[i])
+            p_end = float(end[p]) if p >= 0 else 0.0
+            seg = float(end[i] - data[i]) if e == DMA else float(start[i])
+            seg = min(max(seg, p_end), frontier)
+            out[ENGINE_NAMES[e] if e < 5 else "wait"] += frontier - seg
+            if seg > p_end:
+                out["dma_fixed" if e == DMA else "wait"] += seg - p_end
+            frontier = min(p_end, seg)
+            i = p
+        return out
+
+
+def _queue_key(ins: Instruction) -> str:
+    attrs = ins.attrs or {}
+    api = str(attrs.get("api", "dma"))
+    hbm = [o for o in (ins.reads if api != "store" else ins.writes) if o.buffer == "hbm"] or \
+          [o for o in ins.reads + ins.writes if o.buffer == "hbm"]
+    if hbm:
+        name = hbm[0].name or (f"out#{hbm[0].region.alloc_id}" if api == "store" else f"hbm#{hbm[0].region.alloc_id}")
+        return f"{api} {name}"
+    src = ins.reads[0].buffer if ins.reads else "?"
+    dst = ins.writes[0].buffer if ins.writes else "?"
+    return f"{api} {src}->{dst}"
+
+
+def _ports(core: Any) -> list[tuple[int, int, str]]:
+    try:
+        pairs = model_data.per_version("shared_sbuf_psum_ports", str(core.version))
+    except KeyError:
+        pairs = []
+    return [(_ENGINE_CODE[a], _ENGINE_CODE[b], buf) for a, b, buf in pairs]
+
+
+def schedule(trace: Trace, target: Any = None) -> Timeline:
+    """Schedule a trace on ``target`` (name or TargetSpec; default ``trace.target``)."""
+    tgt = _resolve_target(target if target is not None else trace.target)
+    return schedule_instructions(trace.instructions, tgt.core, tgt.chip, target_name=str(tgt.name),
+                                 allocations=trace.allocations)
+
+
+def _resolve_target(target: Any) -> Any:
+    if isinstance(target, str):
+        import trnsim
+
+        return trnsim.target(target)
+    return target
+
+
+@contextmanager
+def no_gc():
+    """Pause Python's cyclic garbage collector. The scheduler and profile allocate many small short-lived
+    tuples; with a large trace in memory the collector would rescan the whole trace again and again.
+    Nothing they create forms reference cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _DmaEngine:
+    """One DMA engine's busy time: ``tail`` (end of the last transfer) plus recent idle gaps that a
+    later, independent transfer from another queue may fill (16 queues per engine, round robin,
+    N-DMA), so a transfer waiting on its inputs does not hold up ready ones."""
+
+    __slots__ = ("tail", "last", "gaps")
+    MAX_GAPS = 8
+
+    def __init__(self, tail: float = 0.0, last: int = -1, gaps: list | None = None):
+        self.tail = tail
+        self.last = last
+        self.gaps: list[list] = gaps if gaps is not None else []   # [start, end, instruction ending at start]
+
+    def copy(self) -> "_DmaEngine":
+        return _DmaEngine(self.tail, self.last, [g[:] for g in self.gaps])
+
+    def slot(self, t0: float, d: float) -> tuple[float, int, int]:
+        """Earliest start >= t0 for ``d`` ns: (start, gap index or -1, instruction the start follows)."""
+        for j, g in enumerate(self.gaps):
+            st = g[0] if g[0] > t0 else t0
+            if st + d <= g[1] + _EPS:
+                return st, j, g[2]
+        return (self.tail if self.tail > t0 else t0), -1, self.last
+
+    def commit(self, st: float, d: float, j: int, idx: int, min_fill: float = _EPS) -> None:
+        """Occupy [st, st + d]; idle gaps shorter than ``min_fill`` (the shortest transfer seen so far,
+        which could never fit in them) are not kept."""
+        f = st + d
+        if j >= 0:
+            gs, ge, gp = self.gaps[j]
+            new = []
+            keep = min_fill
+            if st - gs > keep:
+                new.append([gs, st, gp])
+            if ge - f > keep:
+                new.append([f, ge, idx])
+            self.gaps[j:j + 1] = new
+            return
+        if st - self.tail > min_fill:
+            self.gaps.append([self.tail, st, self.last])
+            if len(self.gaps) > self.MAX_GAPS:
+                del self.gaps[0]
+        self.tail = f
+        self.last = idx
+
+
+class _Capacity:
+    """On-chip capacity as a scheduling resource (SBUF bytes or PSUM bytes in whole banks, per partition).
+
+    The tracer guarantees that the tensors live in *program order* fit. In time, a later tile's
+    first use (typically its load) may run ahead of the instructions that release earlier tiles;
+    this keeps such prefetching within capacity: a first use at time t waits until the tiles still
+    in use at t (released in program order, but whose last use ends after t) leave room for it.
+
+    Each in-order stream (a compute engine, a DMA queue) asks at non-decreasing times, so it keeps
+    its own heap of released tiles and drops those that ended before its current time for good:
+    O(log n) per tile per stream.
+    """
+
+    __slots__ = ("cap", "live", "released", "views")
+
+    def __init__(self, cap: float):
+        self.cap = float(cap)
+        self.live = 0.0                 # bytes first-used and not yet released in program order
+        self.released: list[tuple[float, float, int]] = []   # (end of last use, bytes, instruction)
+        self.views: dict[Any, list] = {}                      # stream -> [heap, pending bytes]
+
+    def earliest(self, stream: Any, nbytes: float, t: float) -> tuple[float, int]:
+        """Earliest start >= t for ``stream`` at which ``nbytes`` more fit, and the instruction whose
+        end frees the room (-1 if no wait)."""
+        view = self.views.get(stream)
+        if view is None:
+            heap = [r for r in self.released if r[0] > t]
+            heapq.heapify(heap)
+            view = self.views[stream] = [heap, sum(r[1] for r in heap)]
+        heap = view[0]
+        pending = view[1]
+        while heap and heap[0][0] <= t:
+            pending -= heapq.heappop(heap)[1]
+        budget = self.cap - self.live - nbytes
+        t_min, p_min = t, -1
+        while heap and pending > budget:
+            end_j, b, j = heapq.heappop(heap)
+            pending -= b
+            t_min, p_min = end_j, j
+        view[1] = pending
+        return t_min, p_min
+
+    def release(self, nbytes: float, end: float, idx: int) -> None:
+        self.live -= nbytes
+        rec = (end, nbytes, idx)
+        self.released.append(rec)
+        for view in self.views.values():
+            heapq.heappush(view[0], rec)
+            view[1] += nbytes
+
+
+def _capacity_tables(allocations: Any, core: Any, n: int):
+    """Per instruction index: the (kind, bytes) of tiles it uses first / last (None when none)."""
+    if not allocations:
+        return None, None, {}
+    firsts: list = [None] * (n + 1)
+    lasts: list = [None] * (n + 1)
+    bank = float(core.psum_bank_bytes_per_partition or core.psum_bytes_per_partition)
+    caps = {0: _Capacity(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition),
+            1: _Capacity(core.psum_bytes_per_partition)}
+    for a in allocations:
+        fu = a.first_use
+        if fu < 0:
+            continue
+        buf = a.buffer
+        if buf == "hbm" or a.is_kernel_io or a.last_use >= n:
+            continue
+        b = float(a.bytes_per_partition)
+        if buf == "sbuf":
+            kind = 0
+        else:
+            kind = 1
+            b = bank * max(1, -(-int(b) // int(bank)))
+        rec = (kind, b)
+        f = firsts[fu]
+        if f is None:
+            firsts[fu] = [rec]
+        else:
+            f.append(rec)
+        lu = a.last_use
+        f = lasts[lu]
+        if f is None:
+            lasts[lu] = [rec]
+        else:
+            f.append(rec)
+    return firsts, lasts, caps
+
+
+def schedule_instructions(instructions: list[Instruction], core: Any, chip: Any,
+                          target_name: str = "", allocations: Any = None) -> Timeline:
+    """Schedule a list of instructions (index i at position i) on one core (see _schedule)."""
+    with no_gc():
+        return _schedule(instructions, core, chip, target_name, allocations)
+
+
+def _schedule(instructions: list[Instruction], core: Any, chip: Any,
+              target_name: str = "", allocations: Any = None) -> Timeline:
+    """Schedule a list of instructions (index i at position i) on one core. Pure, O(n log n) at worst
+    (O(n) without allocations). With ``allocations`` (from the Trace), SBUF/PSUM capacity limits how
+    far tiles can be prefetched (see _Capacity)."""
+    n = len(instructions)
+    for pos, ins in enumerate(instructions):
+        if ins.index != pos:
+            raise CostModelError(
+                f"instruction at position {pos} has index {ins.index}; the scheduler needs "
+                "instructions in program order with index == position (as trace_kernel produces)")
+
+    params: DmaParams = dma_params(core, chip)
+    clocks = [engine_clock_ghz(core, name) for name in ENGINE_NAMES[:4]]
+    ovh_cyc = dependent_overhead_cycles(core)
+    ovh_ns = [ovh_cyc / c for c in clocks]
+    ports = _ports(core)
+    # port table: for an engine code and buffer, the shared port id
+    port_of: dict[tuple[int, str], int] = {}
+    for pid, (a, b, buf) in enumerate(ports):
+        port_of[(a, buf)] = pid
+        port_of[(b, buf)] = pid
+    port_engines = {a for a, _, _ in ports} | {b for _, b, _ in ports}
+    port_free = [0.0] * len(ports)
+    port_last = [-1] * len(ports)
+
+    start = [0.0] * n
+    end = [0.0] * n
+    issue = [0.0] * n
+    ovh = [0.0] * n
+    pred = [-1] * n
+    code = [0] * n
+    queue = [-1] * n
+    used = [0] * n
+    dma_data = [0.0] * n
+    dma_bpp = [0.0] * n
+    dma_eff = [0.0] * n
+    dma_hbm = [False] * n
+    opcodes = [""] * n
+    eng_free = [0.0] * 6
+    eng_last = [-1] * 6
+    n_dma = params.engines
+    min_data = float("inf")
+    shared = _DmaEngine()
+    dma_eng: list[_DmaEngine] = [shared] * n_dma      # one shared object while all engines are in step
+    dma_uniform = True
+    dma_busy = [0.0] * n_dma
+    dma_range = range(n_dma)
+    queue_ids: dict[str, int] = {}
+    queue_raw: dict[tuple, int] = {}
+    dma_cache: dict[tuple, Any] = {}
+    uniform_busy = 0.0
+    queue_last_start: list[float] = []
+    queue_last: list[int] = []
+    cycle_cache: dict[tuple, float] = {}
+    undocumented: dict[str, int] = {}
+    fixed = params.fixed_ns
+    firsts, lasts, caps = _capacity_tables(allocations, core, n)
+
+    for i, ins in enumerate(instructions):
+        if lasts is not None and i:
+            la = lasts[i - 1]
+            if la:
+                for kind, b in la:
+                    caps[kind].release(b, end[i - 1], i - 1)
+        e = _ENGINE_CODE.get(ins.engine)
+        if e is None:
+            raise CostModelError(f"instruction {i} ({ins.opcode}) has unknown engine {ins.engine!r}; "
+                                 f"known engines: {ENGINE_NAMES}")
+        code[i] = e
+        opcodes[i] = ins.opcode
+        ready = 0.0
+        crit = -1
+        ready_other = -1.0   # latest end among deps on other engines (tensor rule)
+        for d in ins.deps:
+            t = end[d]
+            if t > ready:
+                ready, crit = t, d
+            if code[d] != e and t > ready_other:
+                ready_other = t
+        issue[i] = ready
+        fa = firsts[i] if firsts is not None else None
+
+        if e == DMA:
+            attrs = ins.attrs
+            rd, wr = ins.reads, ins.writes
+            if len(rd) == 1 and len(wr) == 1:        # the usual one-source, one-destination copy
+                r0, w0 = rd[0], wr[0]
+                rb, wb = r0.buffer, w0.buffer
+                hbm_id = r0.region.alloc_id if rb == "hbm" else (w0.region.alloc_id if wb == "hbm" else None)
+                sig = (r0.contiguous_bytes, rb, w0.contiguous_bytes, wb)
+            else:
+                sig_l = []
+                hbm_id = None
+                for o in rd + wr:
+                    sig_l.append(o.contiguous_bytes)
+                    sig_l.append(o.buffer)
+                    if o.buffer == "hbm" and hbm_id is None:
+                        hbm_id = o.region.alloc_id
+                sig = tuple(sig_l)
+            api = attrs.get("api", "dma")
+            dkey = (ins.bytes_moved, ins.partitions, attrs.get("partitions"), attrs.get("bytes_per_partition"),
+                    sig, api, hbm_id)
+            hit = dma_cache.get(dkey)
+            if hit is None:
+                plan = dma_plan(ins, params)
+                qraw = (api, hbm_id) if hbm_id is not None else (api, None, sig)
+                q = queue_raw.get(qraw)
+                if q is None:
+                    qk = _queue_key(ins)
+                    q = queue_ids.get(qk)
+                    if q is None:
+                        q = queue_ids[qk] = len(queue_last_start)
+                        queue_last_start.append(0.0)
+                        queue_last.append(-1)
+                    queue_raw[qraw] = q
+                hit = dma_cache[dkey] = (plan, q)
+            plan, q = hit
+            k = plan.engines_used
+            queue[i] = q
+            used[i] = k
+            t0 = ready + fixed if ins.deps else fixed
+            t0_pred = crit
+            if queue_last_start[q] > t0:
+                t0, t0_pred = queue_last_start[q], queue_last[q]
+            if fa:
+                for kind, b in fa:
+                    t_k, p_k = caps[kind].earliest(("dma", q), b, t0)
+                    if t_k > t0:
+                        t0, t0_pred = t_k, p_k
+                for kind, b in fa:
+                    caps[kind].live += b
+            data = plan.data_ns_per_engine
+            if data < min_data:
+                min_data = data
+            dma_data[i] = data
+            dma_bpp[i] = plan.bytes_per_partition
+            dma_eff[i] = plan.efficiency
+            dma_hbm[i] = plan.touches_hbm
+            if dma_uniform and k >= n_dma:
+                eng0 = dma_eng[0]
+                s0, j0, p0 = eng0.slot(t0, data)
+                eng0.commit(s0, data, j0, i, min_data)
+                uniform_busy += data
+                start[i] = s0
+                end[i] = s0 + data
+                pred[i] = t0_pred if s0 <= t0 + _EPS else p0
+                queue_last_start[q] = s0
+                queue_last[q] = i
+                continue
+            if dma_uniform:
+                dma_eng = [shared.copy() for _ in dma_range]
+                dma_uniform = False
+            slots = [dma_eng[de].slot(t0, data) for de in dma_range]
+            engines = dma_range if k >= n_dma else sorted(dma_range, key=lambda de: slots[de][0])[:k]
+            s_min = float("inf")
+            f_max = -1.0
+            p = -1
+            for de in engines:
+                st, j, pj = slots[de]
+                f = st + data
+                if st < s_min:
+                    s_min = st
+                if f > f_max:
+                    f_max = f
+                    p = t0_pred if st <= t0 + _EPS else pj
+                dma_eng[de].commit(st, data, j, i, min_data)
+                dma_busy[de] += data
+            if k >= n_dma:
+                e0 = dma_eng[0]
+                if not e0.gaps and all(x.tail == e0.tail and not x.gaps for x in dma_eng):
+                    shared = e0
+                    dma_eng = [shared] * n_dma
+                    dma_uniform = True
+            start[i] = s_min
+            end[i] = f_max
+            pred[i] = p
+            queue_last_start[q] = s_min
+            queue_last[q] = i
+            continue
+
+        if e == SYNC:
+            free = eng_free[e]
+            s = ready if ready > free else free
+            start[i] = end[i] = s
+            pred[i] = crit if ready > free else eng_last[e]
+            if fa:
+                for kind, b in fa:
+                    caps[kind].live += b
+            eng_free[e] = s
+            eng_last[e] = i
+            continue
+
+        # compute engines
+        # the cost depends on opcode, N, operand dtypes/buffers/contiguity and attrs; reads/writes of one
+        # kernel line differ only in their regions, so the line plus those properties is a safe key
+        reads = ins.reads
+        key = (ins.source_line, ins.opcode, e, ins.free_elements, ins.partitions, len(reads),
+               reads[0].dtype if reads else None, reads[0].buffer if reads else None,
+               reads[-1].dtype if reads else None, reads[-1].buffer if reads else None,
+               reads[0].contiguous_bytes if reads else None, reads[-1].contiguous_bytes if reads else None,
+               ins.writes[0].dtype if ins.writes else None, tuple(ins.attrs.items()) if ins.attrs else ())
+        try:
+            cyc = cycle_cache.get(key)
+        except TypeError:          # unhashable attribute value: price without the cache
+            key, cyc = None, None
+        if cyc is None:
+            cc = compute_cycles(ins, core)
+            cyc = cc.cycles
+            if not cc.documented:
+                undocumented[ins.opcode] = undocumented.get(ins.opcode, 0) + 1
+            if key is not None:
+                cycle_cache[key] = cyc
+        elif ins.opcode in undocumented:
+            undocumented[ins.opcode] += 1
+        dur = cyc / clocks[e]
+        free = eng_free[e]
+        s = free
+        p = eng_last[e]
+        if ready > s:
+            s, p = ready, crit
+        if ports and e in port_engines:
+            for o in ins.reads + ins.writes:
+                pid = port_of.get((e, o.buffer))
+                if pid is not None and port_free[pid] > s:
+                    s, p = port_free[pid], port_last[pid]
+        if fa:
+            for kind, b in fa:
+                t_k, p_k = caps[kind].earliest(e, b, s)
+                if t_k > s:
+                    s, p = t_k, p_k
+            for kind, b in fa:
+                caps[kind].live += b
+        if ins.deps:
+            dependent = (ready_other >= free - _EPS) if e == TENSOR else (ready >= free - _EPS)
+            if dependent:
+                dur += ovh_ns[e]
+                ovh[i] = ovh_ns[e]
+        f = s + dur
+        start[i] = s
+        end[i] = f
+        pred[i] = p
+        eng_free[e] = f
+        eng_last[e] = i
+        if ports and e in port_engines:
+            for o in ins.reads + ins.writes:
+                pid = port_of.get((e, o.buffer))
+                if pid is not None:
+                    port_free[pid] = f
+                    port_last[pid] = i
+
+    return Timeline(
+        target=target_name,
+        engine=np.asarray(code, dtype=np.int8),
+        start_ns=np.asarray(start, dtype=np.float64),
+        end_ns=np.asarray(end, dtype=np.float64),
+        issue_ns=np.asarray(issue, dtype=np.float64),
+        overhead_ns=np.asarray(ovh, dtype=np.float64),
+        pred=np.asarray(pred, dtype=np.int64),
+        dma_queue=np.asarray(queue, dtype=np.int32),
+        dma_engines_used=np.asarray(used, dtype=np.int16),
+        dma_data_ns=np.asarray(dma_data, dtype=np.float64),
+        dma_bytes_per_partition=np.asarray(dma_bpp, dtype=np.float64),
+        dma_efficiency=np.asarray(dma_eff, dtype=np.float64),
+        dma_touches_hbm=np.asarray(dma_hbm, dtype=bool),
+        queue_names=list(queue_ids),
+        dma_engine_busy_ns=np.asarray(dma_busy, dtype=np.float64) + uniform_busy,
+        dma_engine_count=n_dma,
+        opcodes=opcodes,
+        undocumented=undocumented,
+    )
+
+
+__all__ = ["ENGINE_NAMES", "Timeline", "schedule", "schedule_instructions"]
