@@ -1,0 +1,75 @@
+"""The "check yourself" checkers of notebooks 01-03: right answers pass, typical slips get specific hints."""
+from __future__ import annotations
+
+import pytest
+
+import trnsim
+from trnsim.exercises import single_core as ex
+
+
+def test_matmul_counts():
+    m, n, k = 1024, 1024, 1024
+    f, b = 2 * m * n * k, 2 * (m * k + k * n + m * n)
+    assert ex.check_matmul_counts(m, n, k, "bfloat16", f, b, f / b)
+    bad = ex.check_matmul_counts(m, n, k, "bfloat16", m * n * k, b, f / b)
+    assert not bad and "2*M*N*K" in str(bad)
+    wrong_size = ex.check_matmul_counts(m, n, k, "float32", 2 * m * n * k, b, f / b)
+    assert not wrong_size and "you used 2 bytes per element; float32 has 4" in str(wrong_size)
+    no_c = ex.check_matmul_counts(m, n, k, "bfloat16", f, 2 * (m * k + k * n), f / b)
+    assert "written back to HBM" in str(no_c)
+    assert "FLOPs count" not in str(no_c)            # the generic FLOPs hint is not shown for bytes
+    assert "not answered" in str(ex.check_matmul_counts(m, n, k, "bfloat16", None, b, f / b))
+
+
+def test_bound_and_tiles_and_systolic():
+    assert ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", "memory-bound")
+    assert ex.check_bound(4096, 4096, 4096, "bfloat16", "trn1", "Compute")
+    wrong = ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", "compute")
+    assert not wrong and "ridge point" in str(wrong) and "bound of 1x4096" in str(wrong)
+    assert ex.check_tile_count(1024, 2048, 512, 8 * 4 * 4)
+    r = ex.check_tile_count(1024, 2048, 512, 8 * 4 * 16)
+    assert not r and "ceil(N/512)" in str(r)
+    assert ex.check_systolic_cycles(4, 3, 5, 10)
+    r = ex.check_systolic_cycles(4, 3, 5, 5)
+    assert not r and "steady-state" in str(r)
+    assert "multiply-adds" in str(ex.check_systolic_cycles(4, 3, 5, 60))
+    assert "count from cycle 0" in str(ex.check_systolic_cycles(4, 3, 5, 12))
+
+
+def test_memory_checkers():
+    usable = trnsim.target("trn1").core.sbuf_usable_bytes_per_partition
+    assert ex.check_tile_footprint(128, 2048, "float32", 8192, 100 * 8192 / usable)
+    whole = ex.check_tile_footprint(128, 2048, "float32", 128 * 8192, 100 * 8192 / usable)
+    assert not whole and "the whole tile's bytes" in str(whole)
+    assert ex.check_psum_banks(1024, 2) and ex.check_psum_banks(512, 1) and ex.check_psum_banks(513, 2)
+    r = ex.check_psum_banks(1024, 1)
+    assert not r and "512 FP32 values" in str(r) and "FLOPs" not in str(r)
+    core = trnsim.target("trn1").core
+    est = core.dma_fixed_cost_ns + 8 * 4096 / core.dma_engine_gbytes_per_s
+    assert ex.check_dma_time(128, 2048, "bfloat16", est)              # within 10% of the DMA model
+    r = ex.check_dma_time(128, 2048, "bfloat16", est - core.dma_fixed_cost_ns)
+    assert not r and "fixed ~1,300 ns" in str(r)
+
+
+def test_engine_checkers():
+    assert ex.check_engine_for("exp", "scalar") and ex.check_engine_for("exp", "ACT")
+    assert ex.check_engine_for("matmul", "Tensor engine")
+    r = ex.check_engine_for("exp", "vector")
+    assert not r and "Scalar Engine" in str(r)
+    assert ex.check_engine_for("scale", "gpsimd")
+    assert not ex.check_engine_for("scale", "tensor")
+    want = 1024 / trnsim.target("trn1").core.engines["scalar"].clock_ghz
+    assert ex.check_instruction_ns("activation", "scalar", 1024, want)
+    r = ex.check_instruction_ns("activation", "scalar", 1024, 128 * want)
+    assert not r and "128 partitions" in str(r)
+    small = ex.check_instruction_ns("activation", "scalar", 16, 16 / 1.4)
+    assert not small and "MIN_II = 64" in str(small)
+    assert ex.check_fusion_speedup(512, 3.0)
+    r = ex.check_fusion_speedup(512, 1.0)
+    assert not r and "max(MIN_II, N)" in str(r)
+
+
+@pytest.mark.parametrize("answer", [None, ...])
+def test_unanswered_stubs_say_so(answer):
+    assert "not answered" in str(ex.check_psum_banks(1024, answer))
+    assert "not answered" in str(ex.check_systolic_cycles(4, 3, 5, answer))

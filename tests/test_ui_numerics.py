@@ -1,0 +1,101 @@
+"""Notebook 07 panels and figures, driven headlessly."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from trnsim.numerics import accumulate, decode, float_format, matmul_accuracy, tensor_speed  # noqa: E402
+from trnsim.ui.numerics import AccumulationPanel, BitsPanel, describe, run_sums  # noqa: E402
+from trnsim.viz.numerics import (plot_accumulation, plot_accuracy_speed, plot_bit_layout,  # noqa: E402
+                                 plot_number_line, plot_relative_spacing)
+
+
+def test_describe_pure():
+    d, text = describe(0.1, "bf16")
+    assert d.value == pytest.approx(0.10009765625) and "stochastic rounding" in text
+    _, text = describe(1000.0, "fp8_e4m3")
+    assert "overflows to inf" in text and "240" in text
+    _, text = describe(0.5, "fp16")
+    assert "rounding error: 0" in text and "stochastic" not in text     # exactly representable
+    with pytest.raises(ValueError, match="finite"):
+        describe(float("nan"), "bf16")
+
+
+def test_bits_panel_headless():
+    panel = BitsPanel()
+    assert panel.result.fmt.name == "bf16" and panel.result.value == 3.140625
+    assert len(panel.out.outputs) == 2 and panel.error == ""
+    panel.value.value = 1000.0
+    assert "ulp) here: 4" in panel.summary
+    panel.fmt.value = "fp8_e4m3"
+    assert panel.result.kind == "inf" and "overflows" in panel.summary
+    panel.fmt.value = "fp8_e4m3fn"
+    assert panel.result.kind == "nan"
+    panel.fmt.value = "fp32"
+    assert panel.result.bit_string.count("1") > 0 and "FP32 bits" in panel.summary
+    panel.value.value = float("inf")
+    assert "finite" in panel.error and panel.out.outputs[0]["name"] == "stderr"
+
+
+def test_run_sums_and_errors():
+    res = run_sums(500, 1e-3, 1.0, "bf16")
+    assert set(res) == {"BF16, round to nearest", "BF16, stochastic rounding", "FP32 (PSUM)"}
+    rne, sr, f32 = res.values()
+    assert np.all(rne.partial[-1] == 1.0)                          # stuck: increments below half an ulp
+    assert abs(sr.partial[-1].mean() - sr.exact[-1].mean()) < 0.1
+    assert f32.relative_error < 1e-5
+    assert list(run_sums(10, 1.0, 0.0, "fp32")) == ["FP32, round to nearest"]
+    with pytest.raises(ValueError, match="largest FP8 E4M3"):
+        run_sums(4000, 1.0, 0.0, "fp8_e4m3")
+    with pytest.raises(ValueError, match="steps"):
+        run_sums(0, 1.0, 0.0, "bf16")
+
+
+def test_accumulation_panel_headless():
+    panel = AccumulationPanel(steps=500)
+    assert len(panel.results) == 3 and "relative error" in panel.summary
+    panel.acc.value = "fp32"
+    assert len(panel.results) == 1
+    panel.acc.value = "fp8_e4m3"
+    panel.increment.value = 1.0
+    panel.steps.value = 4000
+    assert "largest FP8 E4M3" in panel.error and panel.results == {}
+    panel.steps.value = 100
+    assert panel.error == "" and "FP8 E4M3, stochastic rounding" in panel.results
+
+
+def test_figures_draw_something():
+    fig, axs = plt.subplots(5, 1, figsize=(7, 14))
+    plot_bit_layout(axs[0], decode(-0.15625, "fp16"))
+    assert len(axs[0].patches) == 16 and "FP16" in axs[0].get_title()
+    plot_number_line(axs[1], 0.1, "bf16", 0.4)
+    assert any("SR: up" in t.get_text() for t in axs[1].texts)
+    plot_relative_spacing(axs[2], ("bf16", "fp8_e4m3"))
+    assert len(axs[2].get_lines()) >= 3           # two curves plus the fp8 overflow marker
+    vals = np.full((100, 2), 1e-3)
+    plot_accumulation(axs[3], [("a", accumulate(vals, "bf16", start=1.0)), ("b", accumulate(vals, "fp32", start=1.0))])
+    assert len(axs[3].get_lines()) == 2
+    pts = [(float_format(n).label, tensor_speed(n, "trn2").tensor_tflops,
+            matmul_accuracy(n, k=32, m=4, n=4).relative_error) for n in ("fp32", "bf16")]
+    plot_accuracy_speed(axs[4], pts, "trn2")
+    assert len(axs[4].collections) == 2
+    plt.close(fig)
+
+
+def test_bits_panel_callback_speed(benchmark):
+    panel = BitsPanel()
+    benchmark(panel.update)
+    assert panel.result is not None
+
+
+def test_accumulation_panel_callback_speed(benchmark):
+    panel = AccumulationPanel()
+    benchmark(panel.update)
+    assert panel.error == ""
+
+
+def test_run_sums_speed(benchmark):
+    res = benchmark(run_sums, 2000, 1e-3, 1.0, "bf16")
+    assert len(res) == 3

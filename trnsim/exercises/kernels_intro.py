@@ -1,0 +1,173 @@
+"""Checkers for notebook 04 (your first kernel).
+
+:func:`check_relu_kernel` runs the learner's kernel on the trnsim.nki simulator against numpy on
+several shapes (one tile, several full tiles, a ragged last tile) and turns every way it can go
+wrong into a specific hint: the simulator's own ``KernelError`` (partition rule, out-of-bound
+access of an unmasked ragged tile, output never written), a wrong output shape, rows nobody wrote
+(grid indexing, off-by-one mask), and wrong values (no compute, every program doing tile 0).
+
+:func:`check_grid` checks a back-of-envelope answer: how many programs a grid needs and how many
+partitions of the last tile are active.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from trnsim.check import CheckResult, combine, expect_equal, not_answered
+from trnsim.tiling import format_kernel_error
+
+TITLE = "ReLU kernel against numpy"
+TILE_ROWS = 128
+"""Rows per program in the exercise: one full tile of partitions (nl.tile_size.pmax on every target)."""
+
+CASES: tuple[tuple[int, int], ...] = ((128, 64), (384, 256), (300, 512))
+"""Shapes the checker runs: one tile, three full tiles, and a ragged last tile (300 = 2 x 128 + 44)."""
+
+_RULE_HINTS = {
+    "err_num_partition_exceed_arch_limit":
+        "a tile has at most 128 partitions (nl.tile_size.pmax): each program must load only its own "
+        "128 rows, x[i * 128 + nl.arange(128)[:, None], ...], not the whole tensor",
+    "err_tensor_access_out_of_bound":
+        "the last tile hangs over the end of x (300 rows = 2 x 128 + 44): give nl.load and nl.store "
+        "mask=(rows < x.shape[0]) so the extra partitions are switched off",
+    "err_tensor_output_not_written_to":
+        "the output is never written: finish with nl.store(out[rows, cols], value=..., mask=...)",
+    "err_unsupported_memory":
+        "compute engines read SBUF tiles, not HBM tensors: nl.load the input first, compute on the tile, "
+        "then nl.store the result",
+}
+
+
+def relu_reference(x: np.ndarray) -> np.ndarray:
+    """What the kernel must return: ``max(x, 0)`` elementwise (numpy)."""
+    return np.maximum(x, 0.0)
+
+
+def _as_kernel(kernel: Any):
+    import trnsim.nki as nki
+
+    if isinstance(kernel, nki.Kernel):
+        return nki.jit(kernel.func, target=kernel.target)
+    return nki.jit(kernel)
+
+
+def run_case(kernel: Any, shape: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, Any]:
+    """Run ``kernel[ceil(rows / 128)](x)`` on seeded data of ``shape``; returns (x, output)."""
+    import trnsim.nki as nki
+
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    grid = math.ceil(shape[0] / TILE_ROWS)
+    out = nki.simulate_kernel(_as_kernel(kernel)[grid], x)
+    return x, out
+
+
+def check_relu_kernel(kernel: Callable | None, seed: int = 0) -> CheckResult:
+    """Check a kernel that computes ``max(x, 0)`` for ``x`` of shape ``[R, C]`` (C <= 512, any R).
+
+    The checker launches it as ``kernel[ceil(R / 128)](x)``: program ``i`` owns rows
+    ``i*128 ... i*128 + 127``. Passes when the output matches numpy on every shape in :data:`CASES`.
+    """
+    import trnsim.nki as nki
+
+    if kernel is None or kernel is Ellipsis:
+        return not_answered(TITLE, "define relu_kernel(x) with @nki.jit and pass it to the checker")
+    if not callable(kernel):
+        return CheckResult(False, TITLE, f"expected a kernel function, got {type(kernel).__name__}",
+                           ("pass the function itself, check_relu_kernel(relu_kernel), without calling it",))
+    for shape in CASES:
+        where = f"on x of shape {list(shape)} (grid [{math.ceil(shape[0] / TILE_ROWS)}])"
+        try:
+            x, out = run_case(kernel, shape, seed)
+        except nki.KernelError as err:
+            hint = _RULE_HINTS.get(err.rule, "read the rule and the fix the simulator suggests")
+            return CheckResult(False, TITLE, f"the simulator rejected the kernel {where}:\n"
+                               + _indent(format_kernel_error(err)), (hint,))
+        except Exception as err:  # a Python error inside the learner's code: show it, do not crash
+            return CheckResult(False, TITLE, f"the kernel raised {type(err).__name__} {where}: {err}",
+                               ("run it yourself with nki.simulate_kernel(relu_kernel[grid], x) to see the traceback",))
+        result = _compare(x, out, shape, where)
+        if not result.passed:
+            return result
+    shapes = ", ".join(str(list(s)) for s in CASES)
+    return CheckResult(True, TITLE, f"matches numpy on {len(CASES)} shapes ({shapes}), ragged last tile included")
+
+
+def _compare(x: np.ndarray, out: Any, shape: tuple[int, int], where: str) -> CheckResult:
+    want = relu_reference(x)
+    if out is None:
+        return CheckResult(False, TITLE, f"the kernel returned nothing {where}",
+                           ("allocate out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm) and "
+                            "end the kernel with return out",))
+    if isinstance(out, (tuple, list)):
+        return CheckResult(False, TITLE, f"the kernel returned {len(out)} outputs {where}; expected one array",
+                           ("return only the output tensor",))
+    out = np.asarray(out)
+    if out.shape != want.shape:
+        return CheckResult(False, TITLE, f"output shape {list(out.shape)}, expected {list(want.shape)} {where}",
+                           ("allocate the output with the input's shape: nl.ndarray(x.shape, ...)",))
+    nan_rows = np.flatnonzero(np.isnan(out).any(axis=1))
+    if nan_rows.size:
+        what = f"rows {_ranges(nan_rows)} were" if nan_rows.size > 1 else f"row {int(nan_rows[0])} was"
+        return CheckResult(False, TITLE, f"{what} never written {where}",
+                           (_nan_hint(nan_rows, shape[0]),))
+    if np.allclose(out, want, rtol=1e-6, atol=1e-6):
+        return CheckResult(True, TITLE)
+    if np.allclose(out, x):
+        return CheckResult(False, TITLE, f"the output equals the input {where}",
+                           ("the compute step is missing: apply nl.maximum(tile, 0.0) (or nl.relu) before the store",))
+    first = want[:TILE_ROWS]
+    reps = math.ceil(shape[0] / TILE_ROWS)
+    if shape[0] > TILE_ROWS and np.allclose(out, np.tile(first, (reps, 1))[:shape[0]]):
+        return CheckResult(False, TITLE, f"every program wrote rows 0..127 of x into its tile {where}",
+                           ("offset the loaded rows by the program id: rows = nl.program_id(0) * 128 + "
+                            "nl.arange(128)[:, None]",))
+    if np.allclose(out, np.abs(x)) or np.allclose(out, -want):
+        return CheckResult(False, TITLE, f"negative inputs are not mapped to 0 {where}",
+                           ("ReLU keeps positives and replaces negatives by 0: nl.maximum(tile, 0.0)",))
+    bad = ~np.isclose(out, want, rtol=1e-6, atol=1e-6)
+    r, c = (int(v) for v in np.argwhere(bad)[0])
+    return CheckResult(False, TITLE, f"{int(bad.sum())} of {bad.size} values differ {where}; first at "
+                       f"[{r}, {c}]: got {out[r, c]:.4g}, expected {want[r, c]:.4g} (x = {x[r, c]:.4g})",
+                       ("compare your tile computation with np.maximum(x, 0) on that element",))
+
+
+def _nan_hint(nan_rows: np.ndarray, n_rows: int) -> str:
+    contiguous_tail = nan_rows[-1] == n_rows - 1 and nan_rows.size == nan_rows[-1] - nan_rows[0] + 1
+    if contiguous_tail and nan_rows[0] == TILE_ROWS:
+        return ("only the first tile was written: every program stored to rows 0..127. Offset the rows "
+                "by the program id, rows = nl.program_id(0) * 128 + nl.arange(128)[:, None]")
+    if contiguous_tail and nan_rows[0] % TILE_ROWS != 0:
+        return (f"the last row(s) were left out: an off-by-one mask. Rows run 0 .. {n_rows - 1}, so the mask "
+                f"is rows < x.shape[0] (not rows < x.shape[0] - 1)")
+    return "some programs did not store their tile: each program i must store rows i*128 .. i*128+127"
+
+
+def _ranges(idx: np.ndarray) -> str:
+    """'128..255, 300' style description of sorted integer indices."""
+    parts, start, prev = [], int(idx[0]), int(idx[0])
+    for v in (int(i) for i in idx[1:]):
+        if v != prev + 1:
+            parts.append(f"{start}..{prev}" if prev > start else f"{start}")
+            start = v
+        prev = v
+    parts.append(f"{start}..{prev}" if prev > start else f"{start}")
+    return ", ".join(parts)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("   " + line for line in text.splitlines())
+
+
+def check_grid(rows: int, tile_p: int, programs: int | None, active_in_last_tile: int | None) -> CheckResult:
+    """Back-of-envelope: programs needed along the rows, and active partitions in the last tile."""
+    want_programs = math.ceil(rows / tile_p)
+    want_active = rows - (want_programs - 1) * tile_p
+    return combine("grid for a ragged tensor", [
+        expect_equal("programs along the rows", programs, want_programs,
+                     hint=f"ceil({rows} / {tile_p}): round up, or the last {rows % tile_p or tile_p} rows get no program"),
+        expect_equal("active partitions in the last tile", active_in_last_tile, want_active,
+                     hint=f"rows left after the full tiles: {rows} - {want_programs - 1} x {tile_p}"),
+    ])

@@ -1,0 +1,84 @@
+"""Widget for notebook 04: choose an output shape, a tile size and an SPMD grid; see which program
+writes which tile, where masks switch lanes off, and the simulator's error when a choice breaks a rule.
+
+Thin wiring only: :func:`trnsim.tiling.simulate_coverage` runs the kernel on trnsim.nki and
+:func:`trnsim.viz.tiling.plot_coverage` draws it. Drive it in code by setting ``panel.rows.value``,
+``panel.cols.value``, ``panel.tile_p.value``, ``panel.tile_f.value``, ``panel.grid_p.value``,
+``panel.grid_f.value``, ``panel.masked.value`` (or ``panel.fit.click()``); read ``panel.result``
+(a :class:`~trnsim.tiling.Coverage`), ``panel.summary`` and ``panel.error``.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from trnsim.ui.render import show
+from trnsim.tiling import Coverage, TilingChoice, format_coverage, simulate_coverage
+from trnsim.viz.tiling import plot_coverage
+
+TILE_P_OPTIONS = (16, 32, 64, 128, 256)
+TILE_F_OPTIONS = (128, 256, 512, 1024, 2048)
+
+
+class TilingPanel:
+    """Explore SPMD tiling. ``show()`` returns the widget to display."""
+
+    def __init__(self, rows: int = 300, cols: int = 1000, tile_p: int = 128, tile_f: int = 512,
+                 grid: tuple[int, int] = (3, 2), masked: bool = True, target: str = "trn1") -> None:
+        style = {"description_width": "120px"}
+        slider = dict(continuous_update=False, style=style, layout=widgets.Layout(width="360px"))
+        self.target = target
+        self.rows = widgets.IntSlider(value=rows, min=1, max=1024, description="rows (P)", **slider)
+        self.cols = widgets.IntSlider(value=cols, min=1, max=2048, description="columns (F)", **slider)
+        self.tile_p = widgets.Dropdown(options=TILE_P_OPTIONS, value=tile_p, description="tile partitions",
+                                       style=style)
+        self.tile_f = widgets.Dropdown(options=TILE_F_OPTIONS, value=tile_f, description="tile free size",
+                                       style=style)
+        self.grid_p = widgets.IntSlider(value=grid[0], min=1, max=16, description="grid along rows", **slider)
+        self.grid_f = widgets.IntSlider(value=grid[1], min=1, max=8, description="grid along cols", **slider)
+        self.masked = widgets.Checkbox(value=masked, description="mask the ragged tiles")
+        self.fit = widgets.Button(description="fit grid to tiles", tooltip="grid = ceil(rows/tile) x ceil(cols/tile)")
+        self.out = widgets.Output(layout=widgets.Layout(min_height="420px"))
+        self.result: Coverage | None = None
+        self.summary = ""
+        self.error = ""
+        for w in (self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f, self.masked):
+            w.observe(self._on_change, names="value")
+        self.fit.on_click(self._on_fit)
+        self._hold = False
+        self.update()
+
+    def choice(self) -> TilingChoice:
+        return TilingChoice(int(self.rows.value), int(self.cols.value), int(self.tile_p.value),
+                            int(self.tile_f.value), (int(self.grid_p.value), int(self.grid_f.value)),
+                            bool(self.masked.value), self.target)
+
+    def _on_change(self, _change) -> None:
+        if not self._hold:
+            self.update()
+
+    def _on_fit(self, _button) -> None:
+        need_p, need_f = self.choice().tiles_needed
+        self._hold = True
+        try:
+            self.grid_p.value = min(need_p, self.grid_p.max)
+            self.grid_f.value = min(need_f, self.grid_f.max)
+        finally:
+            self._hold = False
+        self.update()
+
+    def update(self) -> None:
+        """Run the kernel for the current choice and redraw; rule errors go to the output area."""
+        self.result = simulate_coverage(self.choice())
+        self.summary = format_coverage(self.result)
+        self.error = self.result.error
+        fig, ax = plt.subplots(figsize=(8.0, 3.8))
+        plot_coverage(ax, self.result)
+        fig.tight_layout()
+        text = self.summary.split("\n")[0] if self.error else self.summary
+        show(self.out, fig, text, error=self.error)
+
+    def show(self) -> widgets.Widget:
+        controls = widgets.VBox([self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f,
+                                 self.masked, self.fit])
+        return widgets.VBox([controls, self.out])
