@@ -120,3 +120,11 @@ def test_exercise_stubs_get_not_answered_hints():
     assert "not answered yet" in str(ex.check_instance_choice(100, None))
     assert "not answered yet" in str(ex.check_ridge_points(..., ...))
     assert "not answered yet" in str(ex.check_flops_per_cycle(None))
+
+
+def test_format_value_is_readable():
+    assert compare.format_value(10672.0) == "10,672"
+    assert compare.format_value(141.395) == "141"
+    assert compare.format_value(96.447) == "96.4"
+    assert compare.format_value(1.34) == "1.34"
+    assert compare.format_value(0.228) == "0.228"

@@ -83,6 +83,18 @@ def metric_rows(names: Sequence[str], metric: str, dtype: str = "bf16") -> list[
     return rows
 
 
+def format_value(value: float) -> str:
+    """A readable number: thousands separators, and only the decimals that carry information."""
+    mag = abs(value)
+    if mag >= 100:
+        return f"{value:,.0f}"
+    if mag >= 10:
+        return f"{value:,.1f}"
+    if mag >= 1:
+        return f"{value:,.2f}"
+    return f"{value:.3g}"
+
+
 def format_rows(rows: Sequence[Row], metric: str) -> str:
     """A plain-text table, best first; rows without a value go last with their reason."""
     m = METRICS[metric]
@@ -92,7 +104,7 @@ def format_rows(rows: Sequence[Row], metric: str) -> str:
     lines = [f"{m.label} ({m.unit})" + (", prices as of the date shown" if m.needs_price else "")]
     for r in have:
         as_of = f"  [price as of {r.price_as_of}]" if r.price_as_of else ""
-        lines.append(f"  {r.instance:<{width}}  {r.value:>12,.3f}{as_of}")
+        lines.append(f"  {r.instance:<{width}}  {format_value(r.value):>12}{as_of}")
     for r in lacking:
         lines.append(f"  {r.instance:<{width}}  {'n/a':>12}  ({r.reason})")
     return "\n".join(lines)

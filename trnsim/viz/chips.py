@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from trnsim.catalog import instances
-from trnsim.compare import METRICS, GenerationRow, Row, generation_table
+from trnsim.compare import METRICS, GenerationRow, Row, format_value, generation_table
 
 DTYPE_COLORS = {"bf16": "#1f77b4", "fp8": "#ff7f0e", "fp32": "#2ca02c"}
 
@@ -57,7 +57,7 @@ def plot_metric_bars(ax: Axes, rows: Sequence[Row], metric: str) -> None:
     vmax = max((r.value for r in have), default=1.0)
     ax.barh(y[len(lacking):], [r.value for r in have], color="#4c72b0")
     for yi, r in zip(y[len(lacking):], have):
-        ax.annotate(f" {r.value:,.3g}", (r.value, yi), va="center", fontsize=8)
+        ax.annotate(f" {format_value(r.value)}", (r.value, yi), va="center", fontsize=8)
     for yi, r in zip(y[: len(lacking)], lacking):
         ax.annotate(f" n/a: {r.reason}", (0, yi), va="center", fontsize=8, color="#777777")
     ax.set_yticks(y, labels, fontsize=8)
