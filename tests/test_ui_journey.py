@@ -1,0 +1,115 @@
+"""Notebook 05: journey envelope vs simulator, SBUF budget vs the allocator, block panel driven headlessly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trnsim.nki as nki
+from trnsim.exercises import kernels_perf as kp
+from trnsim.kernels import matmul_fully_blocked, reference
+
+
+@pytest.mark.parametrize("stage", kp.STAGES)
+def test_traffic_formula_matches_simulated_dma_bytes(stage):
+    est = kp.journey_traffic(stage, 1024, 1024, 1024)
+    prof = kp.profile_stage(stage, 1024, 1024, 1024)
+    assert est.total_bytes == prof.hbm_bytes
+
+
+def test_journey_gets_faster_and_moves_fewer_bytes_at_each_stage():
+    rows = kp.journey(1024, 1024, 1024)
+    traffic = [r.profile.hbm_bytes for r in rows]
+    latency = [r.profile.latency_us for r in rows]
+    assert traffic == sorted(traffic, reverse=True) and traffic[0] > 3 * traffic[-1]
+    assert latency == sorted(latency, reverse=True)
+    for r in rows:                              # an envelope is a lower bound
+        assert r.profile.latency_us >= 0.99 * r.envelope.bound_us
+    table = kp.format_journey(rows)
+    assert "4 fully blocked" in table and "bottleneck" in table
+
+
+def test_envelope_uses_catalog_peak_and_dma_rate():
+    env = kp.envelope(2 * 128 ** 3, 3 * 128 * 128 * 2, "trn1")
+    assert env.compute_us == pytest.approx(2 * 128 ** 3 / 91.75e12 * 1e6, rel=0.01)
+    assert env.dma_us == pytest.approx(3 * 128 * 128 * 2 / (kp.dma_gbytes_per_s("trn1") * 1e9) * 1e6)
+    assert env.limiter == "DMA"
+
+
+@pytest.mark.parametrize("blocks", [(16, 2, 8), (8, 2, 8), (16, 4, 8), (16, 4, 16), (4, 1, 4), (32, 2, 2)])
+def test_budget_predicts_the_allocator(blocks):
+    r = kp.evaluate_blocks(2048, *blocks)
+    assert r.ok == r.budget.fits
+    if not r.ok:
+        assert "err_sbuf_over_capacity" in r.error and r.profile is None
+
+
+def test_fully_blocked_numerics_small():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 1024)).astype(np.float32)
+    got = nki.simulate_kernel(matmul_fully_blocked, a, b)
+    np.testing.assert_allclose(got, reference.matmul(a, b), rtol=1e-4, atol=1e-3)
+
+
+def test_check_traffic_hints():
+    want = kp.profile_stage("block_free", 2048, 2048, 2048,
+                            blocks={"tiles_in_block_m": 4, "tiles_in_block_n": 2}).hbm_bytes / 2**20
+    assert kp.check_traffic(want)
+    no_out = kp.check_traffic(want - 8)
+    assert not no_out and any("output" in h for h in no_out.hints)
+    assert "not answered" in str(kp.check_traffic(...))
+    ideal = kp.check_traffic(24)
+    assert not ideal and any("ideal" in h for h in ideal.hints)
+
+
+def test_check_block_choice_pass_overflow_and_slow():
+    reached = kp.evaluate_blocks(2048, 8, 2, 8).profile.pct_of_tensor_peak
+    assert kp.check_block_choice(8, 2, 8, goal_pct=reached - 0.5)
+    short = kp.check_block_choice(8, 2, 8, goal_pct=reached + 0.5)
+    assert not short and f"{reached:.1f}% of peak" in short.message
+    over = kp.check_block_choice(16, 4, 16)
+    assert not over and "does not run" in over.message and "accumulator" in over.hints[0]
+    slow = kp.check_block_choice(2, 1, 2)
+    assert not slow and any("DMA-bound" in h for h in slow.hints)
+
+
+def test_block_panel_headless():
+    from trnsim.ui.journey import BlockPanel
+
+    panel = BlockPanel(size=1024, block_m=8, block_n=2, block_k=8)
+    assert panel.error == "" and panel.result.ok
+    first = panel.result.profile.latency_us
+    assert "% of Tensor Engine peak" in panel.summary
+    assert any(o.get("output_type") == "display_data" for o in panel.out.outputs)
+    panel.size.value = 2048
+    assert panel.result.size == 2048 and panel.result.profile.latency_us > first
+    panel.block_n.value = 4
+    panel.block_m.value = 16                     # 128 KiB accumulator + blocks: does not fit
+    assert panel.result.profile is None and "err_sbuf_over_capacity" in panel.error
+    assert any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in panel.out.outputs)
+    panel.block_n.value = 2
+    assert panel.error == "" and panel.result.ok
+
+
+def test_bench_block_panel_callback(benchmark):
+    """One widget callback at the default size: profile (cached after the first call) + render the figure."""
+    from trnsim.ui.journey import BlockPanel
+
+    panel = BlockPanel(size=2048, block_m=8, block_n=2, block_k=8)
+    choices = iter([16, 8] * 1000)
+
+    def change():
+        panel.block_m.value = next(choices)
+
+    benchmark(change)
+    assert panel.result.ok
+
+
+def test_bench_evaluate_blocks_uncached(benchmark):
+    """Timing-only profile of one new block choice at 1024^3 (the pure part of a callback, cache cleared)."""
+    def run():
+        kp._profile_stage_cached.cache_clear()
+        return kp.evaluate_blocks(1024, 4, 2, 4)
+
+    r = benchmark(run)
+    assert r.ok

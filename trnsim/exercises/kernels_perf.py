@@ -1,0 +1,608 @@
+"""Kernel performance (notebooks 05 and 06): back-of-envelope models, profiled results, checkers.
+
+Pure functions only (no widgets, no plotting):
+
+* Notebook 05, the matmul journey: :func:`journey_traffic` counts the HBM bytes each of the four
+  stages of NKI's matrix-multiplication tutorial moves (from its loop structure: which tile is
+  loaded how often), :func:`journey_envelope` turns bytes and FLOPs into lower bounds on latency,
+  :func:`sbuf_budget` adds up the SBUF bytes per partition the fully blocked kernel keeps live, and
+  :func:`evaluate_blocks` profiles one block choice (or returns the simulator's ``KernelError``).
+* Notebook 06, fusion: :func:`softmax_two_pass` is an unfused softmax (the exponentials make a
+  round trip through HBM and the row sum is a separate Vector Engine pass), :func:`attention_traffic`
+  counts the HBM bytes of unfused and flash attention.
+* Checkers return :class:`trnsim.check.CheckResult` with hints that name the idea to revisit.
+
+All times in microseconds, traffic in bytes unless a name says otherwise. Hardware constants come
+from the catalog (``trnsim.target(name).core``); the cost model is ``trnsim.perf``.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from trnsim.catalog import target as _target
+from trnsim.check import CheckResult, expect_close, not_answered
+
+STAGES = ("tiled", "hoisted", "block_free", "fully_blocked")
+STAGE_LABELS = {"tiled": "1 tiled", "hoisted": "2 hoisted loads", "block_free": "3 blocked M, N",
+                "fully_blocked": "4 fully blocked"}
+STAGE_WHY = {
+    "tiled": "baseline: both operand tiles are reloaded inside the K loop for every output tile",
+    "hoisted": "a K-column of lhsT is loaded once per M tile and reused for every N tile",
+    "block_free": "each loaded tile feeds several matmuls: traffic falls by the M and N block factors",
+    "fully_blocked": "big DMAs (a whole block row per transfer), reuse over M and N blocks, loads overlap matmuls",
+}
+# Block factors of the reference kernels: block_free's defaults, and the NKI tutorial's fully optimised
+# kernel (TILES_IN_BLOCK_M=16, N=2, K=8; SDK-legacy matrix_multiplication_nki_kernels.py, nki.md 1.8).
+DEFAULT_BLOCKS: Mapping[str, Mapping[str, int]] = {
+    "tiled": {}, "hoisted": {},
+    "block_free": {"tiles_in_block_m": 2, "tiles_in_block_n": 2},
+    "fully_blocked": {"tiles_in_block_m": 16, "tiles_in_block_n": 2, "tiles_in_block_k": 8},
+}
+
+
+def matmul_tiles(target: str = "trn1") -> tuple[int, int, int]:
+    """(TILE_M, TILE_N, TILE_K) the journey kernels use: stationary free max, moving free size that
+    fills one PSUM bank (min(gemm_moving_fmax, psum_bank_fmax)), and the partition count."""
+    t = _target(target).core.tile
+    return t.gemm_stationary_fmax, min(t.gemm_moving_fmax, t.psum_bank_fmax), t.pmax
+
+
+def _kernel(stage: str):
+    from trnsim.kernels import matmul as mm
+
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
+    return getattr(mm, f"matmul_{stage}")
+
+
+def _clamped_blocks(stage: str, M: int, N: int, K: int, blocks: Mapping[str, int] | None,
+                    target: str) -> dict[str, int]:
+    """Block factors as the kernel uses them (fully_blocked shrinks blocks to the matrix size)."""
+    tm, tn, tk = matmul_tiles(target)
+    b = dict(DEFAULT_BLOCKS[stage])
+    b.update(blocks or {})
+    if stage == "fully_blocked":
+        b["tiles_in_block_m"] = max(1, min(b["tiles_in_block_m"], M // tm))
+        b["tiles_in_block_n"] = max(1, min(b["tiles_in_block_n"], N // tn))
+        b["tiles_in_block_k"] = max(1, min(b["tiles_in_block_k"], K // tk))
+    return b
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """HBM bytes a matmul kernel moves, split by tensor."""
+
+    lhsT_bytes: int
+    rhs_bytes: int
+    out_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.lhsT_bytes + self.rhs_bytes + self.out_bytes
+
+
+def journey_traffic(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
+                    blocks: Mapping[str, int] | None = None, target: str = "trn1") -> Traffic:
+    """HBM bytes of one journey stage for ``result[M, N] = lhsT[K, M].T @ rhs[K, N]``.
+
+    Counted from each kernel's loops: every operand is read (number of times it is reloaded) x its
+    size, the output is written once. Reload factors: tiled - lhsT N/TILE_N times, rhs M/TILE_M
+    times; hoisted - lhsT once, rhs M/TILE_M times; block_free - lhsT once, rhs M/BLOCK_M times;
+    fully_blocked - lhsT N/BLOCK_N times, rhs M/BLOCK_M times.
+    """
+    tm, tn, _ = matmul_tiles(target)
+    b = _clamped_blocks(stage, M, N, K, blocks, target)
+    a_bytes, b_bytes, c_bytes = M * K * itemsize, K * N * itemsize, M * N * itemsize
+    if stage == "tiled":
+        ra, rb = N // tn, M // tm
+    elif stage == "hoisted":
+        ra, rb = 1, M // tm
+    elif stage == "block_free":
+        ra, rb = 1, M // (tm * b["tiles_in_block_m"])
+    else:
+        ra, rb = N // (tn * b["tiles_in_block_n"]), M // (tm * b["tiles_in_block_m"])
+    return Traffic(a_bytes * ra, b_bytes * rb, c_bytes)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Back-of-envelope lower bounds for one kernel: compute at Tensor Engine peak, traffic at the DMA ceiling."""
+
+    flops: int
+    hbm_bytes: int
+    compute_us: float
+    dma_us: float
+
+    @property
+    def bound_us(self) -> float:
+        """The larger of the two lower bounds (the kernel cannot be faster than either)."""
+        return max(self.compute_us, self.dma_us)
+
+    @property
+    def limiter(self) -> str:
+        return "DMA" if self.dma_us >= self.compute_us else "Tensor Engine"
+
+
+def dma_gbytes_per_s(target: str = "trn1") -> float:
+    """Aggregate DMA rate of one NeuronCore: DMA engines x per-engine rate (catalog), GB/s."""
+    c = _target(target).core
+    return c.dma_engines * c.dma_engine_gbytes_per_s
+
+
+def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf16") -> Envelope:
+    """Lower bounds: ``flops / Tensor Engine peak`` and ``bytes / (DMA engines x engine rate)``."""
+    c = _target(target).core
+    peak = c.tensor_peak_tflops(dtype)
+    return Envelope(int(flops), int(hbm_bytes), flops / (peak * 1e12) * 1e6,
+                    hbm_bytes / (dma_gbytes_per_s(target) * 1e9) * 1e6)
+
+
+def journey_envelope(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
+                     blocks: Mapping[str, int] | None = None, target: str = "trn1") -> Envelope:
+    """:func:`envelope` of one journey stage: 2*M*N*K FLOPs and :func:`journey_traffic` bytes."""
+    tr = journey_traffic(stage, M, N, K, itemsize=itemsize, blocks=blocks, target=target)
+    return envelope(2 * M * N * K, tr.total_bytes, target, "bf16" if itemsize <= 2 else "fp32")
+
+
+@functools.lru_cache(maxsize=64)
+def _profile_stage_cached(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
+
+    a = nt.tensor[[K, M], "bfloat16"]
+    b = nt.tensor[[K, N], "bfloat16"]
+    return nki.profile(_kernel(stage), a, b, target=target, numerics=False, **dict(blocks))
+
+
+def profile_stage(stage: str, M: int, N: int, K: int, *, blocks: Mapping[str, int] | None = None,
+                  target: str = "trn1"):
+    """Timing-only Profile of one journey stage on bf16 inputs (cached per configuration)."""
+    b = dict(DEFAULT_BLOCKS[stage])
+    b.update(blocks or {})
+    return _profile_stage_cached(stage, int(M), int(N), int(K), tuple(sorted(b.items())), target)
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One line of the journey table: the stage, its envelope and its simulated profile."""
+
+    stage: str
+    envelope: Envelope
+    traffic: Traffic
+    profile: Any = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        return STAGE_LABELS[self.stage]
+
+
+def journey(M: int, N: int, K: int, target: str = "trn1") -> list[StageRow]:
+    """All four stages at their default blocks: envelope + timing-only profile each."""
+    rows = []
+    for s in STAGES:
+        rows.append(StageRow(s, journey_envelope(s, M, N, K, target=target),
+                             journey_traffic(s, M, N, K, target=target), profile_stage(s, M, N, K, target=target)))
+    return rows
+
+
+def format_journey(rows: list[StageRow]) -> str:
+    """Fixed-width table: estimate vs simulator per stage (latency to 1 us, % to 1 decimal)."""
+    head = (f"{'stage':<17}{'HBM est':>9}{'HBM sim':>9}{'bound':>8}{'simulated':>11}{'% peak':>8}"
+            f"{'speed-up':>10}  bottleneck")
+    lines = [head, f"{'':<17}{'(MiB)':>9}{'(MiB)':>9}{'(us)':>8}{'(us)':>11}"]
+    base = rows[0].profile.latency_us if rows else 1.0
+    for r in rows:
+        p = r.profile
+        lines.append(f"{r.label:<17}{r.traffic.total_bytes / 2**20:>9.0f}{p.hbm_bytes / 2**20:>9.0f}"
+                     f"{r.envelope.bound_us:>8.0f}{p.latency_us:>11.0f}{p.pct_of_tensor_peak:>7.1f}%"
+                     f"{base / p.latency_us:>9.1f}x  {p.bottleneck}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- block choice (fully blocked kernel)
+
+@dataclass(frozen=True)
+class SbufBudget:
+    """SBUF bytes per partition the fully blocked kernel keeps live in one K step (program order).
+
+    ``accumulator``: tbm x tbn fp32 [128, TILE_N] output tiles; ``lhsT_block``: tbk x [128, BLOCK_M];
+    ``rhs_block``: tbk x [128, BLOCK_N]. This is what the allocator checks when the K-step buffers are
+    allocated; the simulator's timeline may hold more (next step's buffers while the current ones
+    are read), which is how loads overlap matmuls.
+    """
+
+    accumulator: int
+    lhsT_block: int
+    rhs_block: int
+    capacity: int
+
+    @property
+    def total(self) -> int:
+        return self.accumulator + self.lhsT_block + self.rhs_block
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    def parts(self) -> dict[str, int]:
+        return {"fp32 accumulator": self.accumulator, "lhsT block": self.lhsT_block, "rhs block": self.rhs_block}
+
+
+def sbuf_budget(size: int, tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_block_k: int, *,
+                itemsize: int = 2, target: str = "trn1") -> SbufBudget:
+    """:class:`SbufBudget` of ``matmul_fully_blocked`` on square ``size`` matrices (blocks clamped as the kernel does)."""
+    tm, tn, _ = matmul_tiles(target)
+    b = _clamped_blocks("fully_blocked", size, size, size,
+                        {"tiles_in_block_m": tiles_in_block_m, "tiles_in_block_n": tiles_in_block_n,
+                         "tiles_in_block_k": tiles_in_block_k}, target)
+    bm, bn, bk = b["tiles_in_block_m"], b["tiles_in_block_n"], b["tiles_in_block_k"]
+    core = _target(target).core
+    cap = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    return SbufBudget(bm * bn * tn * 4, bk * bm * tm * itemsize, bk * bn * tn * itemsize, cap)
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """Outcome of one block choice: a profile, or the error the simulator raised (then profile is None)."""
+
+    size: int
+    blocks: tuple[int, int, int]
+    budget: SbufBudget
+    profile: Any = field(default=None, repr=False)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.profile is not None
+
+    def summary(self) -> str:
+        bm, bn, bk = self.blocks
+        head = (f"{self.size} x {self.size} x {self.size} bf16, blocks M {bm} x N {bn} x K {bk} tiles; "
+                f"SBUF per partition (one K step): {self.budget.total / 1024:.0f} of "
+                f"{self.budget.capacity / 1024:.0f} KiB")
+        if not self.ok:
+            return head + "\n" + self.error
+        p = self.profile
+        util = ", ".join(f"{k} {100 * p.engine_utilisation[k]:.0f}%" for k in ("tensor", "vector", "dma"))
+        return (head + f"\nlatency {p.latency_us:.0f} us, {p.pct_of_tensor_peak:.1f}% of Tensor Engine peak, "
+                f"HBM {p.hbm_bytes / 2**20:.0f} MiB, bottleneck {p.bottleneck}\n"
+                f"busy: {util}; peak SBUF in the timeline {p.peak_sbuf_bytes_per_partition / 1024:.0f} KiB")
+
+
+def evaluate_blocks(size: int, tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_block_k: int,
+                    target: str = "trn1") -> BlockResult:
+    """Profile ``matmul_fully_blocked`` with these block factors, or capture why it cannot run."""
+    from trnsim.nki import KernelError
+    from trnsim.tiling import format_kernel_error
+
+    blocks = {"tiles_in_block_m": int(tiles_in_block_m), "tiles_in_block_n": int(tiles_in_block_n),
+              "tiles_in_block_k": int(tiles_in_block_k)}
+    for k, v in blocks.items():
+        if v < 1:
+            raise ValueError(f"{k}={v}: a block holds at least one tile")
+    budget = sbuf_budget(size, **blocks, target=target)
+    try:
+        prof = profile_stage("fully_blocked", size, size, size, blocks=blocks, target=target)
+    except KernelError as err:
+        return BlockResult(size, tuple(blocks.values()), budget, None, format_kernel_error(err))
+    except ValueError as err:
+        return BlockResult(size, tuple(blocks.values()), budget, None, f"ValueError: {err}")
+    return BlockResult(size, tuple(blocks.values()), budget, prof)
+
+
+# ---------------------------------------------------------------- notebook 05 checkers
+
+def check_traffic(answer_mib: float, size: int = 2048, tiles_in_block_m: int = 4, tiles_in_block_n: int = 2,
+                  target: str = "trn1") -> CheckResult:
+    """Notebook 05: HBM traffic (MiB) of ``matmul_block_free`` on square bf16 ``size`` matrices.
+
+    The reference answer is the simulator's own DMA count (``Profile.hbm_bytes``).
+    """
+    title = f"HBM traffic of block_free ({tiles_in_block_m} x {tiles_in_block_n} blocks, {size}^3 bf16)"
+    if answer_mib is None or answer_mib is Ellipsis:
+        return not_answered(title, "lhsT once, rhs once per M block, the output once")
+    blocks = {"tiles_in_block_m": tiles_in_block_m, "tiles_in_block_n": tiles_in_block_n}
+    want = profile_stage("block_free", size, size, size, blocks=blocks, target=target).hbm_bytes / 2**20
+    tr = journey_traffic("block_free", size, size, size, blocks=blocks, target=target)
+    res = expect_close(title, answer_mib, want, rtol=0.02, unit="MiB",
+                       hint="lhsT is loaded once; rhs once per M block of "
+                            f"{tiles_in_block_m} x 128 rows; the result is stored once; 2 bytes per bf16")
+    if res.passed:
+        return res
+    got = float(answer_mib)
+    one = size * size * 2 / 2**20
+    extra = []
+    if np.isclose(got, want - one, rtol=0.02):
+        extra.append(f"you left out the output: {size} x {size} bf16 = {one:.0f} MiB is written once")
+    elif np.isclose(got, (tr.lhsT_bytes + tr.out_bytes) / 2**20 + size * size * 2 * (size // 128) / 2**20, rtol=0.02):
+        extra.append("that is the hoisted kernel's traffic: blocking M means rhs is reloaded once per M *block*, "
+                     f"not once per 128-row tile ({size // (128 * tiles_in_block_m)} times, not {size // 128})")
+    elif np.isclose(got, 3 * one, rtol=0.02):
+        extra.append("that is the ideal (every matrix moved once); block_free still reloads rhs for every M block")
+    elif np.isclose(got, 2 * want, rtol=0.02) or np.isclose(got, want / 2, rtol=0.02):
+        extra.append("off by a factor of 2: a bf16 element is 2 bytes")
+    base = tuple(h for h in res.hints if "FLOPs" not in h)
+    return CheckResult(False, res.title, res.message, base + tuple(extra))
+
+
+def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_block_k: int, *,
+                       size: int = 2048, goal_pct: float = 75.0, target: str = "trn1") -> CheckResult:
+    """Notebook 05: blocks for ``matmul_fully_blocked`` that fit in SBUF and reach ``goal_pct`` of peak."""
+    title = f"block choice reaching {goal_pct:.0f}% of Tensor Engine peak at {size}^3"
+    if any(v is None or v is Ellipsis for v in (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k)):
+        return not_answered(title, "try the panel above: block sizes are counts of 128 x 512 tiles")
+    r = evaluate_blocks(size, tiles_in_block_m, tiles_in_block_n, tiles_in_block_k, target)
+    if not r.ok:
+        parts = r.budget.parts()
+        big = max(parts, key=parts.get)
+        return CheckResult(False, title, "the kernel does not run: " + r.error.splitlines()[0],
+                           (f"SBUF needs {r.budget.total / 1024:.0f} KiB per partition, {r.budget.capacity / 1024:.0f} "
+                            f"KiB are usable; the biggest part is the {big} ({parts[big] / 1024:.0f} KiB): shrink it",))
+    p = r.profile
+    if p.pct_of_tensor_peak >= goal_pct:
+        return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
+    hints = []
+    if p.bottleneck == "dma":
+        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic): bigger M and N blocks "
+                     "mean each loaded tile feeds more matmuls")
+    if r.budget.total > 0.6 * r.budget.capacity:
+        hints.append(f"the blocks use {r.budget.total / 1024:.0f} of {r.budget.capacity / 1024:.0f} KiB in one K step, "
+                     "so the next output block's accumulator and operands cannot be allocated while this one "
+                     "is still in use: the Tensor Engine waits between blocks (see the gap in the timeline); "
+                     "a smaller M or K block frees room for double buffering")
+    if not hints:
+        hints.append(f"bottleneck {p.bottleneck}: compare the timelines of a few choices in the panel")
+    return CheckResult(False, title, f"{p.pct_of_tensor_peak:.1f}% of peak ({p.latency_us:.0f} us), "
+                                     f"goal {goal_pct:.0f}%", tuple(hints))
+
+
+# ---------------------------------------------------------------- notebook 06: fusion
+
+def _softmax_two_pass_impl(x):
+    import trnsim.nki.isa as nisa
+    import trnsim.nki.language as nl
+
+    R, C = x.shape
+    if R % 128:
+        raise ValueError(f"softmax_two_pass: rows={R} is not a multiple of 128; pad the rows")
+    P = nl.tile_size.pmax
+    exps = nl.ndarray((R, C), dtype=nl.float32, buffer=nl.hbm, name="exps")
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    # pass 1: exp(x - rowmax) -> HBM
+    for i in nl.affine_range(R // P):
+        t = nl.load(x[i * P:(i + 1) * P, :])
+        neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
+        e = nisa.activation(op=nl.exp, data=t, bias=neg_max, dtype=nl.float32)
+        nl.store(exps[i * P:(i + 1) * P, :], value=e)
+    # pass 2: read exp back, row sum on the Vector Engine, divide
+    for i in nl.affine_range(R // P):
+        e = nl.load(exps[i * P:(i + 1) * P, :])
+        row_sum = nl.sum(e, axis=1, keepdims=True, dtype=nl.float32)
+        nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(e, nl.reciprocal(row_sum), dtype=x.dtype))
+    return out
+
+
+def _jit(func):
+    import trnsim.nki as nki
+
+    return nki.jit(func)
+
+
+softmax_two_pass = _jit(_softmax_two_pass_impl)
+softmax_two_pass.__doc__ = """Unfused row softmax of x [R, C] (R a multiple of 128): two passes over HBM.
+
+Pass 1 computes ``exp(x - rowmax)`` on the Scalar Engine and stores it to an HBM scratch tensor;
+pass 2 loads it back, sums each row with a separate Vector Engine reduction, and multiplies by the
+reciprocal. Four tensor-sized HBM transfers instead of two, and one extra reduction per tile:
+the baseline for notebook 06's fusion exercise (compare ``trnsim.kernels.softmax``).
+"""
+
+WORKLOADS = ("softmax", "normalisation", "attention")
+PAIR_LABELS = {"softmax": ("softmax, two passes", "softmax, fused"),
+               "normalisation": ("layernorm", "rmsnorm"),
+               "attention": ("attention (unfused)", "flash attention")}
+
+
+def rowwise_traffic(rows: int, cols: int, itemsize: int = 4, hbm_passes: int = 1) -> int:
+    """HBM bytes of a row-wise kernel that streams x in and out ``hbm_passes`` times.
+
+    One pass reads x and writes the output (2 x rows x cols x itemsize); every extra pass stores an
+    intermediate of the same size and reads it back (another 2x). Broadcast parameters (gamma, beta:
+    one row each) are ignored.
+    """
+    return 2 * hbm_passes * rows * cols * itemsize
+
+
+def attention_traffic(seq: int, d: int, *, fused: bool, itemsize: int = 2, tile: int = 128) -> int:
+    """HBM bytes of single-head attention (``trnsim.kernels.attention``/``flash_attention``), Sq = Sk = seq.
+
+    Both read Q once, K and V once per 128-query tile (seq/128 times) and write O once. The unfused
+    kernel also writes the fp32 scores S (seq^2 x 4 B), reads them back, writes the probabilities P
+    (seq^2 x itemsize) and reads them back.
+    """
+    qo = 2 * seq * d * itemsize
+    kv = 2 * (seq // tile) * seq * d * itemsize
+    if fused:
+        return qo + kv
+    return qo + kv + 2 * seq * seq * 4 + 2 * seq * seq * itemsize
+
+
+@functools.lru_cache(maxsize=64)
+def _profile_pair(workload: str, length: int, cols: int, target: str):
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
+    from trnsim import kernels
+
+    if workload == "softmax":
+        x = nt.tensor[[length, cols], "float32"]
+        return (nki.profile(softmax_two_pass, x, target=target, numerics=False),
+                nki.profile(kernels.softmax, x, target=target, numerics=False))
+    if workload == "normalisation":
+        x = nt.tensor[[length, cols], "float32"]
+        g = nt.tensor[[1, cols], "float32"]
+        return (nki.profile(kernels.layernorm, x, g, g, target=target, numerics=False),
+                nki.profile(kernels.rmsnorm, x, g, target=target, numerics=False))
+    q = nt.tensor[[ATTENTION_HEAD_DIM, length], "bfloat16"]
+    v = nt.tensor[[length, ATTENTION_HEAD_DIM], "bfloat16"]
+    return (nki.profile(kernels.attention, q, q, v, target=target, numerics=False),
+            nki.profile(kernels.flash_attention, q, q, v, target=target, numerics=False))
+
+
+ATTENTION_HEAD_DIM = 128
+"""Head dimension used for attention in notebook 06 (d = 128 fills the partitions)."""
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    """Two kernels doing the same job, profiled on the same shape, with envelope traffic estimates."""
+
+    workload: str
+    length: int
+    cols: int
+    labels: tuple[str, str]
+    profiles: tuple[Any, Any] = field(repr=False)
+    estimated_bytes: tuple[int, int]
+
+    @property
+    def speedup(self) -> float:
+        return self.profiles[0].latency_us / self.profiles[1].latency_us
+
+    @property
+    def traffic_ratio(self) -> float:
+        return self.profiles[0].hbm_bytes / self.profiles[1].hbm_bytes
+
+    def summary(self) -> str:
+        shape = (f"Sq = Sk = {self.length}, d = {ATTENTION_HEAD_DIM}, bf16" if self.workload == "attention"
+                 else f"[{self.length}, {self.cols}] fp32")
+        lines = [f"{self.workload}: {shape}"]
+        for lab, p in zip(self.labels, self.profiles):
+            util = ", ".join(f"{k} {100 * p.engine_utilisation[k]:.0f}%" for k in ("tensor", "vector", "scalar", "dma")
+                             if p.instructions_by_engine.get(k, 0))
+            lines.append(f"  {lab:<22} {p.latency_us:8.0f} us  HBM {p.hbm_bytes / 2**20:7.1f} MiB  "
+                         f"{p.instructions:5d} instr  bottleneck {p.bottleneck:<7} busy: {util}")
+        lines.append(f"  second vs first: {self.speedup:.1f}x faster, {self.traffic_ratio:.1f}x less HBM traffic")
+        return "\n".join(lines)
+
+
+def compare_fusion(workload: str, length: int, cols: int = 1024, target: str = "trn1") -> FusionResult:
+    """Profile the two kernels of ``workload`` (timing-only) and estimate their HBM traffic.
+
+    ``length`` is the number of rows (softmax, normalisation) or the sequence length (attention);
+    ``cols`` the row length of the row-wise kernels (ignored for attention).
+    """
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
+    if length % 128 or length <= 0:
+        raise ValueError(f"length={length} must be a positive multiple of 128 (one row per partition per tile)")
+    profs = _profile_pair(workload, int(length), int(cols), target)
+    if workload == "softmax":
+        est = (rowwise_traffic(length, cols, 4, 2), rowwise_traffic(length, cols, 4, 1))
+    elif workload == "normalisation":
+        est = (rowwise_traffic(length, cols, 4, 1), rowwise_traffic(length, cols, 4, 1))
+    else:
+        est = (attention_traffic(length, ATTENTION_HEAD_DIM, fused=False),
+               attention_traffic(length, ATTENTION_HEAD_DIM, fused=True))
+    return FusionResult(workload, int(length), int(cols), PAIR_LABELS[workload], profs, est)
+
+
+def _reductions(profile: Any) -> int:
+    """Number of Vector Engine reduction instructions (``tensor_reduce``) in a profiled kernel."""
+    return sum(1 for ins in profile.trace.instructions if ins.opcode == "tensor_reduce")
+
+
+FUSION_CHECK_SHAPE = (256, 512)
+FUSION_PROFILE_SHAPE = (2048, 1024)
+
+
+def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
+    """Notebook 06: a one-pass softmax kernel - right numbers, half the HBM traffic of
+    :data:`softmax_two_pass`, and no separate row-sum reduction.
+
+    Correctness on a seeded fp32 [256, 512] input against numpy; traffic and instruction mix from a
+    timing-only profile on [2048, 1024] fp32.
+    """
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
+    from trnsim.kernels import reference
+    from trnsim.tiling import format_kernel_error
+
+    title = "fused softmax"
+    if kernel is None or kernel is Ellipsis:
+        return not_answered(title, "define softmax_fused(x) with @nki.jit and pass the function to the checker")
+    if not callable(kernel):
+        return CheckResult(False, title, f"expected a kernel function, got {type(kernel).__name__}",
+                           ("pass the function itself, check_fused_softmax(softmax_fused), without calling it",))
+    kern = kernel if isinstance(kernel, nki.Kernel) else nki.jit(kernel)
+    x = np.random.default_rng(seed).standard_normal(FUSION_CHECK_SHAPE).astype(np.float32) * 4
+    try:
+        got = nki.simulate_kernel(kern, x)
+    except nki.KernelError as err:
+        return CheckResult(False, title, "the simulator rejected the kernel",
+                           (format_kernel_error(err).replace("\n", "\n   "),))
+    except Exception as err:  # a learner's kernel can fail in any way; report it, do not crash the notebook
+        return CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
+                           ("run softmax_fused on a small input yourself to see where it fails",))
+    want = reference.softmax(x)
+    got = np.asarray(got, dtype=np.float64) if got is not None else None
+    if got is None or got.shape != want.shape:
+        return CheckResult(False, title, f"expected an output of shape {want.shape}, got "
+                                         f"{None if got is None else got.shape}",
+                           ("allocate out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm), store into it, "
+                            "and return it",))
+    if not np.allclose(got, want, rtol=1e-3, atol=1e-6):
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        if np.allclose(got, e, rtol=1e-3, atol=1e-6) or np.allclose(got, np.exp(x), rtol=1e-3, atol=1e-6):
+            hints = ["the rows do not sum to 1: multiply exp(x - max) by the reciprocal of its row sum"]
+        elif np.allclose(got, e * e.sum(axis=1, keepdims=True), rtol=1e-3, atol=1e-6):
+            hints = ["you multiplied by the row sum: multiply by its reciprocal (nl.reciprocal(row_sum))"]
+        else:
+            hints = ["compare with numpy on one tile: e = exp(x - rowmax), out = e / rowsum(e); "
+                     "every tile must load and store its own 128 rows"]
+        err = float(np.abs(got - want).max())
+        return CheckResult(False, title, f"wrong values (max |kernel - numpy| = {err:.2e})", tuple(hints))
+    spec = nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"]
+    try:
+        mine = nki.profile(kern, spec, numerics=False)
+    except Exception as err:  # noqa: BLE001 - shown to the learner
+        return CheckResult(False, title, f"correct on {FUSION_CHECK_SHAPE}, but profiling on {FUSION_PROFILE_SHAPE} "
+                                         f"failed: {err}", ("the kernel must work for any rows multiple of 128",))
+    base = nki.profile(softmax_two_pass, spec, numerics=False)
+    one_pass = rowwise_traffic(*FUSION_PROFILE_SHAPE, 4, 1)
+    problems = []
+    if mine.hbm_bytes > 1.05 * one_pass:
+        problems.append(f"your kernel moves {mine.hbm_bytes / 2**20:.0f} MiB between HBM and SBUF, the two-pass "
+                        f"baseline {base.hbm_bytes / 2**20:.0f} MiB, one pass needs {one_pass / 2**20:.0f} MiB "
+                        "(read x once, write the output once): keep exp(x - max) in SBUF instead of storing it "
+                        "to HBM and loading it back")
+    if _reductions(mine) > _reductions(reference_profile_fused()):
+        problems.append("the row sum is still a separate Vector Engine reduction (nl.sum): let the exp activation "
+                        "produce it, nisa.activation(op=nl.exp, data=t, bias=neg_max, reduce_op=np.add, "
+                        "reduce_res=row_sum)")
+    if problems:
+        return CheckResult(False, title, "right numbers, but not fused yet", tuple(problems))
+    return CheckResult(True, title, f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "
+                                    f"{base.latency_us / mine.latency_us:.1f}x faster than two passes "
+                                    f"({mine.latency_us:.0f} us vs {base.latency_us:.0f} us on {FUSION_PROFILE_SHAPE})")
+
+
+@functools.lru_cache(maxsize=1)
+def reference_profile_fused():
+    """Timing-only profile of ``trnsim.kernels.softmax`` on :data:`FUSION_PROFILE_SHAPE` (the fused reference)."""
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
+    from trnsim.kernels import softmax
+
+    return nki.profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)
+
+
+__all__ = [
+    "STAGES", "STAGE_LABELS", "STAGE_WHY", "DEFAULT_BLOCKS", "matmul_tiles", "Traffic", "journey_traffic",
+    "Envelope", "envelope", "dma_gbytes_per_s", "journey_envelope", "profile_stage", "StageRow", "journey",
+    "format_journey", "SbufBudget", "sbuf_budget", "BlockResult", "evaluate_blocks", "check_traffic",
+    "check_block_choice", "softmax_two_pass", "WORKLOADS", "PAIR_LABELS", "rowwise_traffic", "attention_traffic",
+    "ATTENTION_HEAD_DIM", "FusionResult", "compare_fusion", "check_fused_softmax", "reference_profile_fused",
+]

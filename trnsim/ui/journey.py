@@ -1,0 +1,74 @@
+"""Widget: block sizes of the fully blocked matmul -> latency, utilisation, SBUF use (notebook 05).
+
+Thin wiring only: numbers come from :func:`trnsim.exercises.kernels_perf.evaluate_blocks` (the
+simulator), plots from :mod:`trnsim.viz.timeline` and :mod:`trnsim.viz.journey`. Drive it in code
+by setting ``panel.size.value``, ``panel.block_m.value``, ``panel.block_n.value`` and
+``panel.block_k.value``; read ``panel.result``, ``panel.summary`` and ``panel.error`` (the
+simulator's ``KernelError`` text when the blocks do not fit in SBUF).
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from trnsim.exercises.kernels_perf import BlockResult, evaluate_blocks
+from trnsim.ui.render import show
+from trnsim.viz.journey import plot_engine_utilisation, plot_sbuf_budget
+from trnsim.viz.timeline import plot_timeline
+
+BLOCK_CHOICES = (1, 2, 4, 8, 16, 32)
+SIZES = (1024, 2048)
+
+
+class BlockPanel:
+    """Pick block sizes (in tiles) for ``matmul_fully_blocked``; ``show()`` returns the widget."""
+
+    def __init__(self, size: int = 2048, block_m: int = 16, block_n: int = 2, block_k: int = 8,
+                 target: str = "trn1") -> None:
+        style = {"description_width": "150px"}
+        self.target = target
+        self.size = widgets.Dropdown(options=list(SIZES), value=size, description="M = N = K", style=style)
+        self.block_m = widgets.Dropdown(options=list(BLOCK_CHOICES), value=block_m,
+                                        description="M block (x128 rows)", style=style)
+        self.block_n = widgets.Dropdown(options=list(BLOCK_CHOICES), value=block_n,
+                                        description="N block (x512 cols)", style=style)
+        self.block_k = widgets.Dropdown(options=list(BLOCK_CHOICES), value=block_k,
+                                        description="K block (x128)", style=style)
+        self.out = widgets.Output(layout=widgets.Layout(min_height="520px"))
+        self.result: BlockResult | None = None
+        self.summary = ""
+        self.error = ""
+        for w in (self.size, self.block_m, self.block_n, self.block_k):
+            w.observe(self._on_change, names="value")
+        self.update()
+
+    def _on_change(self, _change) -> None:
+        self.update()
+
+    def update(self) -> None:
+        """Profile the chosen blocks and redraw; a choice that does not fit is shown, not raised."""
+        r = evaluate_blocks(self.size.value, self.block_m.value, self.block_n.value, self.block_k.value,
+                            self.target)
+        self.result = r
+        self.summary = r.summary()
+        self.error = r.error
+        if not r.ok:
+            fig, ax = plt.subplots(figsize=(8, 2.4))
+            plot_sbuf_budget(ax, r.budget)
+            fig.tight_layout()
+            show(self.out, fig, r.summary(), error="This block choice does not fit:\n" + r.error)
+            return
+        fig = plt.figure(figsize=(9, 5.6))
+        gs = fig.add_gridspec(2, 2, height_ratios=(1.25, 1))
+        plot_timeline(r.profile, fig.add_subplot(gs[0, :]), max_dma_rows=3)
+        plot_engine_utilisation(fig.add_subplot(gs[1, 0]), r.profile)
+        plot_sbuf_budget(fig.add_subplot(gs[1, 1]), r.budget)
+        fig.tight_layout()
+        show(self.out, fig, self.summary)
+
+    def show(self) -> widgets.Widget:
+        controls = widgets.HBox([widgets.VBox([self.size, self.block_m]), widgets.VBox([self.block_n, self.block_k])])
+        return widgets.VBox([controls, self.out])
+
+
+__all__ = ["BlockPanel", "BLOCK_CHOICES", "SIZES"]
