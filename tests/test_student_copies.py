@@ -184,3 +184,17 @@ def test_make_student_notebook_keeps_what_later_cells_need():
                 nbformat.v4.new_code_cell("print(n + 1)")]
     student, _ = make_student_notebook(nb)
     assert "n = 4" in student.cells[0].source and "n * n" not in student.cells[0].source
+
+
+def test_solution_kernels_defined_with_def_are_stubbed():
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook()
+    cell = new_code_cell("@nki.jit\ndef my_kernel(x):\n    return secret_solution(x)\n\nprint(check_kernel(my_kernel))")
+    cell.metadata["tags"] = ["solution"]
+    nb.cells.append(cell)
+    student, stubbed = make_student_notebook(nb)
+    src = student.cells[0].source
+    assert len(stubbed) == 1
+    assert "secret_solution" not in src and "check_kernel(" in src

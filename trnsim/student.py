@@ -74,6 +74,8 @@ def _checker_calls(node: ast.AST) -> list[ast.Call]:
 
 
 def _assigned(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]  # a solution kernel or helper defined in the cell is an answer too
     targets: list[ast.expr] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)
