@@ -138,7 +138,10 @@ def test_neuronlink_vs_efa():
     n = 256 * MIB
     intra = collective_time("all_reduce", n, topology("trn1.32xlarge"))
     inter = collective_time("all_reduce", n, topology("trn1.32xlarge", nodes=2).group([0, 32]), "ring")
-    assert intra.busbw_gbytes_per_s > 10 * inter.busbw_gbytes_per_s
+    # trn1 ranks stream at most the nccom-test plateau (52.83 GiB/s), so NeuronLink is not the
+    # limit inside a node; one EFA NIC (100 Gbit/s / 8 NICs) still is across nodes
+    assert intra.busbw_gbytes_per_s == pytest.approx(52.83 * 2**30 / 1e9, rel=0.02)
+    assert intra.busbw_gbytes_per_s > 4 * inter.busbw_gbytes_per_s
     assert {p.link_kind for p in inter.phases} == {"efa"}
 
 
@@ -183,7 +186,10 @@ def test_bidirectional_ring_all_gather_matches_scaling_book():
     p, V, B = g.size, 2**32, inf2.spec.link_gbytes_per_s
     t = collective_time("all_gather", V, g, "ring")
     assert len(g.ring_orders()) == 2
-    assert t.beta_us == pytest.approx((p - 1) / p * V / (2 * B * 1e3), rel=1e-6)
+    link_us = (p - 1) / p * V / (2 * B * 1e3)
+    # NC-v2 ranks also stream at most the nccom-test plateau per direction (named assumption)
+    ceiling_us = (p - 1) / p * V / (inf2.spec.rank_gbytes_per_s * 1e3)
+    assert t.beta_us == pytest.approx(max(link_us, ceiling_us), rel=1e-6)
     ar = collective_time("all_reduce", V, g, "ring")
     assert ar.beta_us == pytest.approx(2 * t.beta_us, rel=1e-6)  # T(AllReduce) = 2 T(AllGather)
 
@@ -197,4 +203,6 @@ def test_all_to_all_on_a_ring_is_set_by_the_busiest_link():
     t = collective_time("all_to_all", S, g, "mesh")
     assert t.beta_us == pytest.approx(21 * (S / p) / (B * 1e3), rel=1e-6)
     ag_same_total = collective_time("all_gather", S * p, g, "ring")  # V = total array = p * S
-    assert 0.25 < t.beta_us / ag_same_total.beta_us < 0.4
+    link_ag_us = (p - 1) / p * S * p / (2 * B * 1e3)  # scaling-book ratio holds for the link terms
+    assert 0.25 < t.beta_us / link_ag_us < 0.4
+    assert ag_same_total.beta_us >= link_ag_us

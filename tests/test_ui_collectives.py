@@ -107,7 +107,7 @@ def test_panel_compute_speed(benchmark):
         topo.__dict__.pop("_timing_cache", None)  # measure the model, not the cache
         return p.compute()
     r = benchmark(cold)
-    assert r.time_us > 0 and r.algorithm == "recursive_halving_doubling"
+    assert r.time_us > 0 and r.algorithm == "ring"  # trn1 at 32 ranks runs a ring (no RDH on NC-v2)
 
 
 def test_panel_callback_speed(benchmark):

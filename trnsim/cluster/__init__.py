@@ -11,7 +11,10 @@ Public API (stable):
 * Timing only: :func:`collective_time` (``op, message_bytes, topo, algorithm="auto"``) ->
   :class:`CollectiveTiming` (``time_us, algorithm, algbw_gbytes_per_s, busbw_gbytes_per_s,
   steps, alpha_us, beta_us``).
-* :func:`choose_algorithm`, :func:`bus_factor`, ``OPS``, ``ALGORITHMS``.
+* :func:`choose_algorithm`, :func:`runs_on`, :func:`bus_factor`, ``OPS``, ``ALGORITHMS``.
+* :func:`cost_collective` (``op, message_bytes, ranks, target="trn1.32xlarge", *, algorithm="auto",
+  launch="graph"``) -> :class:`CollectiveTiming`: the one call a kernel-level ``nki.collectives``
+  op, the training estimator or the serving estimator uses to cost a collective.
 """
 from trnsim.cluster.algorithms import AlgorithmError
 from trnsim.cluster.collectives import (
@@ -30,13 +33,16 @@ from trnsim.cluster.collectives import (
     collective_time,
     permute,
     reduce_scatter,
+    runs_on,
 )
+from trnsim.cluster.costing import cost_collective, host_launch_overhead_us
 from trnsim.cluster.constants import constants
 from trnsim.cluster.topology import Link, RankInfo, Topology, TopologyError, ring_topology, topology
 
 __all__ = [
     "ALGORITHMS", "OPS", "SUPPORTED", "AlgorithmError", "CollectiveResult", "CollectiveTiming", "Link",
     "PhaseTiming", "RankInfo", "Step", "Topology", "TopologyError", "all_gather", "all_reduce", "all_to_all",
-    "bus_factor", "choose_algorithm", "collective_time", "constants", "permute", "reduce_scatter",
+    "bus_factor", "choose_algorithm", "collective_time", "constants", "cost_collective",
+    "host_launch_overhead_us", "runs_on", "permute", "reduce_scatter",
     "ring_topology", "topology",
 ]

@@ -29,7 +29,7 @@ import numpy as np
 
 from trnsim.cluster import algorithms as A
 from trnsim.cluster.algorithms import AlgorithmError, Phase, Transfer
-from trnsim.cluster.constants import constants
+from trnsim.cluster.constants import constants, generation_algorithms
 from trnsim.cluster.topology import Topology
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
@@ -154,15 +154,34 @@ def _op_error(op: str) -> ValueError:
 # ------------------------------------------------------------------ algorithm choice
 
 
+def runs_on(algorithm: str, topo: Topology) -> bool:
+    """True when the Neuron runtime of ``topo``'s generation runs ``algorithm`` by itself for this group.
+
+    From ``data/collectives.json`` ``generation_algorithms``: trn1/inf2 (NC-v2) run a ring,
+    and the all-to-all (mesh) pattern only for exactly 16 ranks (Neuron 2.12 release notes);
+    Trn2 runs Mesh, RDH and KangaRing. Hierarchical applies whenever ranks span nodes.
+    """
+    if algorithm in ("hierarchical", "auto"):
+        return True
+    gen = getattr(topo.spec, "generation", "") or ""
+    table = generation_algorithms(gen)
+    rule = table.get(algorithm, "any" if not gen else [])
+    if rule == "any":
+        return True
+    return topo.size in rule
+
+
 def choose_algorithm(op: str, message_bytes: int, topo: Topology) -> str:
-    """The documented automatic choice (Neuron intra/inter-node collectives docs).
+    """The automatic choice the runtime makes (Neuron intra/inter-node collectives docs, release notes).
 
     Several nodes (or the instances of a Trn2 UltraServer) with equal ranks each:
-    hierarchical. Inside one node: mesh below ``mesh_max_bytes`` (1 MB), recursive
+    hierarchical. Inside one node on Trn2: mesh below ``mesh_max_bytes`` (1 MB), recursive
     doubling/halving up to ``rdh_max_bytes`` (56 MB), ring above (KangaRing: the ring
     runs over two edge-disjoint Hamiltonian cycles in both directions). Recursive
     algorithms fall back to ring when they need a power-of-two group and do not have one.
-    All-to-all uses mesh and permute uses ring.
+    On trn1/inf2 (NC-v2) only the algorithms :func:`runs_on` allows are chosen: a ring,
+    except mesh for small messages on exactly 16 ranks. All-to-all uses mesh and permute
+    uses ring.
     """
     if op not in OPS:
         raise _op_error(op)
@@ -174,11 +193,12 @@ def choose_algorithm(op: str, message_bytes: int, topo: Topology) -> str:
     h = topo.hierarchy()
     if h is not None and len({len(g) for g in h}) == 1 and len(h[0]) > 1:
         return "hierarchical"
-    if message_bytes < c.mesh_max_bytes:
+    if message_bytes < c.mesh_max_bytes and runs_on("mesh", topo):
         return "mesh"
     if message_bytes < c.rdh_max_bytes:
-        if op == "all_reduce" or A.is_pow2(topo.size):
-            return "recursive_halving_doubling" if op != "all_gather" else "recursive_doubling"
+        rec = "recursive_halving_doubling" if op != "all_gather" else "recursive_doubling"
+        if (op == "all_reduce" or A.is_pow2(topo.size)) and runs_on(rec, topo):
+            return rec
     return "ring"
 
 
@@ -213,13 +233,19 @@ def _flat_allreduce(algo: str, orders, group: list[int], region: A.Segment,
     raise AlgorithmError(f"no flat all-reduce algorithm {algo!r}")
 
 
-def _stage_algo(requested: str, stage_bytes: int, p: int, op: str) -> str:
+def _stage_algo(requested: str, stage_bytes: int, p: int, op: str, topo: Topology | None = None) -> str:
     if requested != "auto":
         return requested
     c = constants()
-    if stage_bytes < c.mesh_max_bytes:
+    gen = getattr(topo.spec, "generation", "") if topo is not None else ""
+    table = generation_algorithms(gen) if gen else {}
+
+    def ok(algo: str) -> bool:
+        rule = table.get(algo, "any") if gen else "any"
+        return rule == "any" or p in rule
+    if stage_bytes < c.mesh_max_bytes and ok("mesh"):
         return "mesh"
-    if stage_bytes < c.rdh_max_bytes and (op == "all_reduce" or A.is_pow2(p)):
+    if stage_bytes < c.rdh_max_bytes and (op == "all_reduce" or A.is_pow2(p)) and ok("recursive_halving_doubling"):
         return "recursive_halving_doubling"
     return "ring"
 
@@ -331,7 +357,7 @@ def schedule(op: str, topo: Topology, algorithm: str, n: int, *, itemsize: int =
         h = _hierarchy(topo)
         X, Y = len(h), len(h[0])
         segs = A.split_segment(region, Y)
-        intra = _stage_algo(intra_algorithm, n * itemsize, Y, "reduce_scatter")
+        intra = _stage_algo(intra_algorithm, n * itemsize, Y, "reduce_scatter", topo)
         rs = A.parallel([_rs(intra, _restricted_orders(orders, g), g, segs, "intra-node reduce-scatter", rec_pos)
                          for g in intra_groups(h)])
         inter_groups = [[h[x][y] for x in range(X)] for y in range(Y)]
@@ -353,7 +379,7 @@ def schedule(op: str, topo: Topology, algorithm: str, n: int, *, itemsize: int =
             return A.halving_reduce_scatter(rec, [segs_p[r] for r in rec])
         h = _hierarchy(topo)
         X, Y = len(h), len(h[0])
-        intra = _stage_algo(intra_algorithm, n * itemsize, Y, "reduce_scatter")
+        intra = _stage_algo(intra_algorithm, n * itemsize, Y, "reduce_scatter", topo)
         intra_segs = [[iv for x in range(X) for iv in segs_p[h[x][y]]] for y in range(Y)]
         rs1 = A.parallel([_rs(intra, _restricted_orders(orders, g), g, intra_segs, "intra-node reduce-scatter", rec_pos)
                           for g in intra_groups(h)])
@@ -377,7 +403,7 @@ def schedule(op: str, topo: Topology, algorithm: str, n: int, *, itemsize: int =
         ag1 = A.parallel([_ag(inter_algorithm,
                               [ig, ig[::-1]] if X > 2 else [ig], ig,
                               [segs_p[r] for r in ig], "inter-node all-gather") for ig in inter_groups])
-        intra = _stage_algo(intra_algorithm, p * n * itemsize, Y, "all_gather")
+        intra = _stage_algo(intra_algorithm, p * n * itemsize, Y, "all_gather", topo)
         intra_segs = [[iv for x in range(X) for iv in segs_p[h[x][y]]] for y in range(Y)]
         ag2 = A.parallel([_ag(intra, _restricted_orders(orders, g), g, intra_segs, "intra-node all-gather", rec_pos)
                           for g in intra_groups(h)])
@@ -448,6 +474,14 @@ def pattern_cost(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.nd
         tt = b / link.gbytes_per_s * 1e-3  # bytes / (GB/s) = ns; * 1e-3 -> us
         if tt > beta or (tt == beta and link.gbytes_per_s < kind_bw):
             beta, kind, kind_bw = tt, link.kind, link.gbytes_per_s
+    ceiling = getattr(topo.spec, "rank_gbytes_per_s", None)
+    if ceiling:
+        # per-rank streaming ceiling (nccom-test busbw plateau): busiest sender or receiver
+        w = nbytes.astype(np.float64)
+        per_rank = max(float(np.bincount(src, weights=w).max()), float(np.bincount(dst, weights=w).max()))
+        tt = per_rank / ceiling * 1e-3
+        if tt > beta:
+            beta, kind = tt, "rank-ceiling"
     return alpha, beta, kind
 
 

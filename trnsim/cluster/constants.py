@@ -25,6 +25,10 @@ class CollectiveConstants:
     mesh_max_bytes / rdh_max_bytes: intra-node "auto" thresholds (Mesh below 1 MB,
         RDH up to 56 MB, ring above).
     trn2_efa_nics_per_instance: one 200 Gbps EFA NIC per Trainium2 chip.
+    rank_bus_gbytes_per_s: nccom-test 2-rank bus-bandwidth plateau (GB/s = 1e9 B/s), read as
+        a per-rank streaming ceiling on the generations in ``rank_bus_ceiling_generations``.
+    host_floor_us / host_floor_max_bytes: nccom-test 2-rank all-reduce floor (a host-launched op)
+        and the largest size at which it is flat.
     """
 
     intra_node_hop_latency_us: float
@@ -36,6 +40,10 @@ class CollectiveConstants:
     multi_node_default: str
     torus_hamiltonian_cycles: int
     trn2_efa_nics_per_instance: int
+    rank_bus_gbytes_per_s: float
+    rank_bus_ceiling_generations: tuple[str, ...]
+    host_floor_us: float
+    host_floor_max_bytes: int
 
 
 def _value(doc: dict[str, Any], section: str, key: str) -> Any:
@@ -66,7 +74,24 @@ def constants() -> CollectiveConstants:
         multi_node_default=str(_value(doc, "algorithm_choice", "multi_node_default")),
         torus_hamiltonian_cycles=int(_value(doc, "topology", "torus_hamiltonian_cycles")),
         trn2_efa_nics_per_instance=int(_value(doc, "topology", "trn2_efa_nics_per_instance")),
+        rank_bus_gbytes_per_s=float(_value(doc, "micro_benchmarks", "nccom_allreduce_2rank_busbw_gibytes_per_s"))
+        * 2**30 / 1e9,
+        rank_bus_ceiling_generations=tuple(_value(doc, "assumptions", "rank_bus_ceiling_generation")),
+        host_floor_us=float(_value(doc, "micro_benchmarks", "nccom_allreduce_2rank_floor_us")),
+        host_floor_max_bytes=int(_value(doc, "micro_benchmarks", "nccom_allreduce_2rank_floor_max_bytes")),
     )
+
+
+def generation_algorithms(generation: str) -> dict[str, Any]:
+    """{algorithm: "any" | [rank counts]} the runtime of ``generation`` ("NC-v2", ...) runs by itself."""
+    doc = load_json(DATA_FILE)
+    table = doc["generation_algorithms"]
+    if generation not in table:
+        return {"ring": "any", "mesh": "any", "recursive_halving_doubling": "any", "recursive_doubling": "any"}
+    rec = table[generation]
+    if rec.get("source") not in doc["sources"]:
+        raise CatalogError(f"{DATA_FILE}: generation_algorithms.{generation} has no valid source")
+    return dict(rec["value"])
 
 
 def fact(section: str, key: str) -> Any:

@@ -25,7 +25,11 @@ chip's ``neuronlink_links`` (the Inf2 figure's 96 GiB/s per link for 192 GiB/s p
 chip is the check of that rule), applied per direction. Z links get the catalog's
 inter-instance bandwidth per chip split over the chip's two Z neighbours.
 Chip-local transfers use the chip's DMA bandwidth (device-memory bandwidth if the
-catalog has no DMA figure). Latencies: ``data/collectives.json``.
+catalog has no DMA figure). Latencies: ``data/collectives.json``. On NeuronCore-v2
+(trn1, inf2) every rank also streams at most the nccom-test bus-bandwidth plateau
+(52.83 GiB/s) per direction (``rank_gbytes_per_s``; a named assumption in
+``data/collectives.json``). The per-direction reading of the per-chip NeuronLink
+figure is the named assumption ``neuronlink_per_chip_reading``.
 """
 from __future__ import annotations
 
@@ -90,6 +94,8 @@ class _Spec:
     intra_latency_us: float
     inter_latency_us: float
     unidirectional: bool = False  # synthetic textbook ring: one direction only
+    generation: str = ""  # NeuronCore version ("NC-v2", ...): which algorithms the runtime runs
+    rank_gbytes_per_s: float | None = None  # per-rank collective streaming ceiling (None: links only)
 
 
 class _Fabric:
@@ -594,6 +600,9 @@ def topology(instance_name: str, nodes: int = 1, lnc: int | None = None) -> Topo
         z_link_gbytes_per_s=z_gbps, switch_port_gbytes_per_s=switch_gbps, local_gbytes_per_s=local_gbps,
         efa_nics_per_node=nics, efa_nic_gbytes_per_s=nic_gbps,
         intra_latency_us=c.intra_node_hop_latency_us, inter_latency_us=c.inter_node_hop_latency_us,
+        generation=ch.neuroncore_version,
+        rank_gbytes_per_s=(c.rank_bus_gbytes_per_s if ch.neuroncore_version in c.rank_bus_ceiling_generations
+                           else None),
     )
     return Topology(_Fabric(spec))
 
