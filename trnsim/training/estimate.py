@@ -31,7 +31,9 @@ from typing import Any
 
 from trnsim.training import comm
 from trnsim.training._data import load, value
+from trnsim.training import neuron_step
 from trnsim.training.models import RECOMPUTE_MODES, ModelSpec, model as get_model
+from trnsim.training.recipes import kv_replication, recipe
 from trnsim.training.systems import GIB, PlanError, SystemSpec, system as get_system
 
 ADAM_BYTES_PER_PARAM_UPDATE = 28  # read 4+4+4+2, write 4+4+4+2 (formula, not a measured constant)
@@ -127,6 +129,7 @@ class Estimate:
     usd_per_billion_tokens: float | None
     price_note: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    residual_factor: float = 1.0  # compiled-matmul efficiency applied (1.0 = physics only)
 
     @property
     def fits(self) -> bool:
@@ -180,12 +183,25 @@ def _positive_int(name: str, v: Any) -> int:
 def make_plan(
     model: str | ModelSpec, instance: str, nodes: int, tp: int, pp: int, dp: int | None = None, *,
     seq_len: int, global_batch: int, micro_batch: int = 1, zero1: bool = True,
-    sequence_parallel: bool = True, recompute: str = "none", dtype: str = "bf16",
-    flash_attention: bool = False, virtual_stages: int = 1, overlap_dp: bool = True,
+    sequence_parallel: bool = True, recompute: str | None = None, dtype: str = "bf16",
+    flash_attention: bool | None = None, virtual_stages: int = 1, overlap_dp: bool | None = None,
 ) -> tuple[Plan, ModelSpec, SystemSpec, list[str]]:
-    """Check a plan against every rule and return it with its model and system records."""
+    """Check a plan against every rule and return it with its model and system records.
+
+    ``recompute``, ``flash_attention`` and ``overlap_dp`` left as None take the published
+    recipe's default for the system (``data/training.json`` framework_recipes: NxD on Neuron
+    uses selective recompute, flash attention and an optimizer step after accumulation;
+    the GPU reference runs use no recompute, no flash attention, overlapped DP).
+    """
     spec = get_model(model)
     sys = get_system(instance)
+    rec = recipe(sys.kind)
+    if recompute is None:
+        recompute = rec["recompute"]
+    if flash_attention is None:
+        flash_attention = bool(rec["flash_attention"])
+    if overlap_dp is None:
+        overlap_dp = bool(rec["overlap_dp"])
     nodes = _positive_int("nodes", nodes)
     tp = _positive_int("tp", tp)
     pp = _positive_int("pp", pp)
@@ -233,7 +249,8 @@ def make_plan(
         raise PlanError(f"pipeline stages: {spec.n_layers} layers of {spec.name} are not divisible by "
                         f"pp*virtual_stages = {pp}*{virtual_stages}; use pp dividing {spec.n_layers}")
     if seq_len > spec.max_seq_len:
-        raise PlanError(f"seq_len={seq_len} exceeds {spec.name}'s context length {spec.max_seq_len}")
+        notes.append(f"seq_len={seq_len} exceeds {spec.name}'s context length {spec.max_seq_len} "
+                     f"(a warning: training at a longer context is possible, quality is not modelled)")
     if sequence_parallel and tp > 1 and seq_len % tp:
         raise PlanError(f"sequence parallelism: seq_len={seq_len} is not divisible by tp={tp}")
     if global_batch % (dp * micro_batch):
@@ -318,7 +335,7 @@ def _stage_params(spec: ModelSpec, plan: Plan) -> float:
 def memory_breakdown(spec: ModelSpec, sys: SystemSpec, plan: Plan) -> MemoryBreakdown:
     prec = _precision(plan.dtype)
     params = _stage_params(spec, plan)
-    kv_rep = plan.tp // spec.n_kv_heads if spec.n_kv_heads % plan.tp and plan.tp > spec.n_kv_heads else 1
+    kv_rep = kv_replication(spec.n_kv_heads, plan.tp)
     if kv_rep > 1:  # replicated K and V projections
         params += (kv_rep - 1) * 2 * spec.d_model * spec.kv_dim * spec.n_layers / plan.pp / plan.tp
     opt = params * prec["optimizer_bytes"] / (plan.dp if plan.zero1 else 1)
@@ -340,8 +357,8 @@ def memory_breakdown(spec: ModelSpec, sys: SystemSpec, plan: Plan) -> MemoryBrea
 def estimate(
     model: str | ModelSpec, instance: str, nodes: int = 1, tp: int = 1, pp: int = 1, dp: int | None = None, *,
     seq_len: int, global_batch: int, micro_batch: int = 1, zero1: bool = True, sequence_parallel: bool = True,
-    recompute: str = "none", dtype: str = "bf16", flash_attention: bool = False, virtual_stages: int = 1,
-    overlap_dp: bool = True,
+    recompute: str | None = None, dtype: str = "bf16", flash_attention: bool | None = None, virtual_stages: int = 1,
+    overlap_dp: bool | None = None, residual: float | None = None,
 ) -> Estimate:
     """Estimate one training step of ``model`` on ``nodes`` x ``instance`` with TP/PP/DP degrees.
 
@@ -349,15 +366,20 @@ def estimate(
     ``trn2.48xlarge``, ...) or a GPU reference system from data/training.json
     (``dgx-a100-80gb``). ``dp=None`` fills the world. Raises PlanError naming the broken
     rule for an invalid plan. Returns an :class:`Estimate` (times in s, cost in USD).
+    ``recompute`` / ``flash_attention`` / ``overlap_dp`` = None take the published recipe's
+    defaults. On Neuron, ``residual`` is the compiled-matmul efficiency: None uses the factor
+    calibrated for the chip (``data/training.json`` residuals), 1.0 gives physics only.
     """
     plan, spec, sys, notes = make_plan(
         model, instance, nodes, tp, pp, dp, seq_len=seq_len, global_batch=global_batch, micro_batch=micro_batch,
         zero1=zero1, sequence_parallel=sequence_parallel, recompute=recompute, dtype=dtype,
         flash_attention=flash_attention, virtual_stages=virtual_stages, overlap_dp=overlap_dp)
-    return _estimate(plan, spec, sys, notes)
+    return _estimate(plan, spec, sys, notes, residual)
 
 
-def _estimate(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str]) -> Estimate:
+def _estimate(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str], residual: float | None = None) -> Estimate:
+    if sys.kind == "neuron":
+        return _estimate_neuron(plan, spec, sys, notes, residual)
     prec = _precision(plan.dtype)
     e = prec["activation_bytes"]
     L = spec.n_layers / plan.pp
@@ -417,6 +439,36 @@ def _estimate(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str]) ->
     optimizer_s = opt_params * ADAM_BYTES_PER_PARAM_UPDATE / (sys.hbm_gbytes_per_s_per_device * 1e9)
     breakdown = {"compute": compute_s, "tp_comm": m * tp_mb, "pp_comm": m * pp_mb, "bubble": bubble_s,
                  "dp_exposed": dp_exposed, "optimizer": optimizer_s}
+    return _finish(plan, spec, sys, notes, breakdown, dp_total)
+
+
+def _estimate_neuron(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str],
+                     residual: float | None) -> Estimate:
+    """Neuron path: :mod:`trnsim.training.neuron_step` (NxD recipe physics + one calibrated residual)."""
+    prec = _precision(plan.dtype)
+    if residual is None:
+        eff, note = neuron_step.residual_factor(sys)
+    else:
+        if not 0 < float(residual) <= 1.5:
+            raise PlanError(f"residual={residual!r}: the compiled-matmul efficiency must be in (0, 1.5]; "
+                            "use None for the calibrated value or 1.0 for physics only")
+        eff, note = float(residual), f"compiled-matmul efficiency {float(residual):.2f} (given)"
+    notes.append(note)
+    mb = neuron_step.microbatch_s(spec, sys, plan, eff, prec)
+    t_mb = mb["compute"] + mb["tp_comm"] + mb["pp_comm"]
+    m, v = plan.microbatches, plan.virtual_stages
+    dp_total, opt = neuron_step.dp_and_optimizer_s(sys, plan, _stage_params(spec, plan), prec)
+    bwd_window = 0.0
+    if plan.overlap_dp:
+        bwd_window = 2.0 / 3.0 * mb["compute"]
+    breakdown = {"compute": m * mb["compute"], "tp_comm": m * mb["tp_comm"], "pp_comm": m * mb["pp_comm"],
+                 "bubble": (plan.pp - 1) / v * t_mb, "dp_exposed": max(0.0, dp_total - bwd_window),
+                 "optimizer": opt}
+    return _finish(plan, spec, sys, notes, breakdown, dp_total, residual=eff)
+
+
+def _finish(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str], breakdown: dict[str, float],
+            dp_total: float, residual: float = 1.0) -> Estimate:
     step = sum(breakdown.values())
     tokens = float(plan.global_batch * plan.seq_len)
     model_flops = tokens * spec.flops_per_token(plan.seq_len)
@@ -433,7 +485,7 @@ def _estimate(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str]) ->
                      f"{mem.capacity_bytes / GIB:.1f} GiB available")
     return Estimate(plan, spec, sys, step, breakdown, dp_total, plan.global_batch / step, tokens / step,
                     model_flops / step / peak_total, hw_flops / step / peak_total, model_flops, hw_flops, mem,
-                    usd_step, usd_bt, sys.price_note, tuple(notes))
+                    usd_step, usd_bt, sys.price_note, tuple(notes), residual)
 
 
 def mfu_from_throughput(model: str | ModelSpec, seq_len: int, tokens_per_s: float, devices: int,

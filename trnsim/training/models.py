@@ -58,6 +58,7 @@ class ModelSpec:
     published_params: float | None = None
     source: str = ""
     note: str = ""
+    aliases: tuple[str, ...] = ()
 
     # ---- parameter counts -------------------------------------------------------------
     @property
@@ -232,6 +233,7 @@ def _catalog() -> dict[str, ModelSpec]:
             dropout=bool(r["dropout"]), parallel_layers=bool(r["parallel_layers"]),
             attention_dim=r.get("attention_dim"),
             published_params=None if pub is None else float(value(pub)), source=r["source"], note=r.get("note", ""),
+            aliases=tuple(a.lower() for a in r.get("aliases", ())),
         )
     return out
 
@@ -255,6 +257,9 @@ def model(name: str | ModelSpec) -> ModelSpec:
     key = str(name).strip().lower()
     if key in cat:
         return cat[key]
+    for spec in cat.values():
+        if key in spec.aliases:
+            return spec
     close = [k for k in cat if key.replace("_", "-") in k or k in key]
     hint = f" Did you mean {', '.join(close[:4])}?" if close else ""
     raise KeyError(f"unknown model {name!r}.{hint} Known models: {', '.join(sorted(cat))}")

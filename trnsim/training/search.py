@@ -50,7 +50,7 @@ class SearchResult:
 def search(
     model: str | ModelSpec, instance: str, nodes: int, seq_len: int, global_batch: int, *,
     micro_batches: tuple[int, ...] = (1, 2, 4), recompute_modes: tuple[str, ...] = ("none", "selective", "full"),
-    zero1: bool = True, sequence_parallel: bool = True, dtype: str = "bf16", flash_attention: bool = False,
+    zero1: bool = True, sequence_parallel: bool = True, dtype: str = "bf16", flash_attention: bool | None = None,
 ) -> SearchResult:
     """Rank every valid plan for ``model`` on ``nodes`` x ``instance`` (fastest step first)."""
     spec = get_model(model)

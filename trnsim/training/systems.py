@@ -44,6 +44,8 @@ class SystemSpec:
     inter_efficiency: float | None = None
     inter_latency_us: float | None = None
     chip_name: str | None = None
+    core_version: str | None = None  # NeuronCore version ("NC-v2", ...) for engine facts
+    lnc: int = 1  # physical NeuronCores per device
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s of one device for ``dtype``; PlanError if the source gives none."""
@@ -108,8 +110,9 @@ def _neuron_system(inst: Any) -> SystemSpec:
     for dtype, tf in chip.peak_tflops.items():
         if tf is not None:
             peaks[dtype] = float(tf) * inst.chips / devices
-    tp_table = load("training.json")["neuron_tp_degrees"]
-    supported = tuple(value(tp_table[chip.name])) if chip.name in tp_table else None
+    from trnsim.training.recipes import supported_tp
+
+    supported = supported_tp(chip.name)
     if supported is not None:
         supported = tuple(t for t in supported if t <= devices)
     price = inst.on_demand_usd_per_hour
@@ -121,4 +124,5 @@ def _neuron_system(inst: Any) -> SystemSpec:
         memory_bytes_per_device=float(inst.device_memory_gib) * GIB / devices,
         hbm_gbytes_per_s_per_device=float(inst.device_memory_gbytes_per_s) / devices,
         supported_tp=supported, usd_per_node_hour=price, price_note=note, chip_name=chip.name,
+        core_version=chip.neuroncore_version, lnc=max(1, int(inst.neuroncores) // devices),
     )
