@@ -80,3 +80,12 @@ def allreduce_parts(instance: str, tp: int, message_bytes: float) -> tuple[float
 def allreduce_us(instance: str, tp: int, message_bytes: float) -> float:
     """All-reduce time in microseconds of ``message_bytes`` over ``tp`` devices of ``instance``."""
     return allreduce_parts(instance, tp, message_bytes)[0]
+
+
+def collective_parts(instance: str, tp: int, op: str, message_bytes: float) -> tuple[float, float]:
+    """(total, latency part) in microseconds of collective ``op`` over ``tp`` devices of ``instance``."""
+    if tp <= 1:
+        return 0.0, 0.0
+    cluster = _cluster_api()
+    timing = cluster.collective_time(op, int(math.ceil(message_bytes)), _group(instance, tp))
+    return float(timing.time_us), float(timing.alpha_us)

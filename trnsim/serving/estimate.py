@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from trnsim.serving import collectives
 from trnsim.serving.hardware import GIB, ServingError, ServingHardware, serving_hardware
+from trnsim.training.recipes import kv_heads_per_device, padded_heads, supported_tp
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 """Bytes per element of each storage dtype (a definition, not a measured constant)."""
@@ -54,15 +55,23 @@ class PhaseTime:
     hbm_ms: float
     collective_ms: float
     collective_latency_ms: float
+    engine_ms: float = 0.0  # softmax on the Scalar/Vector engines (Neuron)
+    fixed_ms: float = 0.0  # per-operator fixed costs (one DMA start per dependent operator)
+    residual: float = 1.0  # calibrated framework factor (1.0 = physics only)
+
+    @property
+    def physics_ms(self) -> float:
+        return max(self.compute_ms, self.hbm_ms) + self.engine_ms + self.collective_ms + self.fixed_ms
 
     @property
     def total_ms(self) -> float:
-        return max(self.compute_ms, self.hbm_ms) + self.collective_ms
+        return self.physics_ms * self.residual
 
     @property
     def binding(self) -> str:
         """Which limit dominates: 'compute', 'HBM bandwidth', 'collective latency' or 'collective bandwidth'."""
-        parts = {"compute": self.compute_ms, "HBM bandwidth": self.hbm_ms, "collective": self.collective_ms}
+        parts = {"compute": self.compute_ms, "HBM bandwidth": self.hbm_ms, "collective": self.collective_ms,
+                 "per-operator overhead": self.fixed_ms, "softmax engines": self.engine_ms}
         top = max(parts, key=parts.get)
         if top != "collective":
             return top
@@ -171,7 +180,7 @@ def weights_read_params(model: Any) -> float:
 def kv_bytes_per_token(model: Any, tp: int = 1, dtype: str = "bf16") -> float:
     """KV-cache bytes per token per device: 2 x layers x kv_heads_on_device x head_dim x bytes."""
     model = _model(model)
-    kv_dev = math.ceil(model.n_kv_heads / tp) if tp <= model.n_kv_heads else 1
+    kv_dev = kv_heads_per_device(model.n_kv_heads, tp)
     return 2.0 * model.n_layers * kv_dev * head_dim(model) * DTYPE_BYTES[dtype]
 
 
@@ -188,17 +197,104 @@ def _validate(model: Any, hw: ServingHardware, tp: int, batch: int, input_tokens
             f"tp={tp} exceeds the {hw.devices} {hw.device_label}s of {hw.instance}; use tp <= {hw.devices} "
             "or a larger instance"
         )
-    if model.n_heads % tp:
+    allowed = valid_tp(model, hw.instance)
+    if tp not in allowed:
         raise ServingError(
-            f"tp={tp} must divide the model's {model.n_heads} attention heads (each device holds whole heads); "
-            f"try tp in {[d for d in range(1, hw.devices + 1) if model.n_heads % d == 0]}"
+            f"tp={tp} is not a TP degree the runtime supports on {hw.instance} (data/training.json "
+            f"neuron_tp_degrees); use one of {allowed}"
         )
+
+
+def context_warning(model: Any, input_tokens: int, output_tokens: int) -> str | None:
+    """A warning when prompt + answer exceed the model's trained context (a warning, not an error)."""
     max_seq = getattr(model, "max_seq_len", None)
     if max_seq and input_tokens + output_tokens > max_seq:
-        raise ServingError(
-            f"input_tokens + output_tokens = {input_tokens + output_tokens} exceeds the model's context "
-            f"window of {max_seq} tokens; shorten the prompt or the answer"
-        )
+        return (f"context {input_tokens + output_tokens} tokens exceeds {getattr(model, 'name', 'the model')}'s "
+                f"maximum of {max_seq}: the runs time it, the model's quality there is not guaranteed")
+    return None
+
+
+def padded_q_dim(model: Any, tp: int) -> int:
+    """Query width after padding the heads to a multiple of ``tp`` (transformers-neuronx)."""
+    return padded_heads(model.n_heads, tp) * head_dim(model)
+
+
+def _neuron_layer(model: Any, hw: ServingHardware, tp: int, dtype: str, tokens: int, batch: int,
+                  ctx: float, prefill: bool) -> PhaseTime:
+    """One forward pass (all layers + head) on a Neuron device, as transformers-neuronx runs it.
+
+    Weights per device: padded Q and output projections (heads rounded up to a multiple of
+    tp), K/V projections for the replicated KV heads, MLP / tp, head / tp; streamed at
+    min(HBM share, DMA ceiling). KV cache read (decode) or written (prefill). Softmax on the
+    Scalar/Vector engines: scores are [heads x batch partitions, context] per pass. Two
+    all-reduces per layer at the collective model's latency; 14 dependent operators per layer,
+    each paying one DMA fixed cost; one logits all-gather.
+    """
+    from trnsim.training.recipes import core_engines, kv_heads_per_device
+
+    eng = core_engines(hw.core_version or "", hw.lnc)
+    facts = _serving_facts()
+    b = DTYPE_BYTES[dtype]
+    L = model.n_layers
+    d = model.d_model
+    hd = head_dim(model)
+    qd_dev = padded_q_dim(model, tp) / tp
+    kvd_dev = kv_heads_per_device(model.n_kv_heads, tp) * hd
+    n_mlp = getattr(model, "n_mlp_matrices", 3)
+    layer_w = d * (2 * qd_dev + 2 * kvd_dev) + n_mlp * d * model.d_ff / tp
+    head_w = model.vocab_size * d / tp
+    weights = (L * layer_w + head_w) * b
+    kv_tok = 2.0 * L * kvd_dev * b
+    kv_bytes = batch * ctx * kv_tok if not prefill else tokens * kv_tok
+    stream = min(hw.device_hbm_bytes_per_s, eng.dma_bytes_per_s) if eng else hw.device_hbm_bytes_per_s
+    peak = hw.device_tflops[dtype] * 1e12
+    if prefill:
+        attn_flops = 2.0 * L * tokens * ctx * qd_dev  # causal: half of 4 * s * q per token
+    else:
+        attn_flops = 4.0 * L * tokens * ctx * qd_dev
+    flops = 2.0 * tokens * (L * layer_w + head_w) + attn_flops
+    compute_ms = flops / peak * 1e3
+    hbm_ms = (weights + kv_bytes) / stream * 1e3
+    heads_dev = qd_dev / hd
+    rows = heads_dev * (tokens if prefill else batch)
+    passes = facts["softmax_passes"]
+    score_cols = ctx / 2 if prefill else ctx
+    engine_ms = 0.0
+    fixed_ms = 0.0
+    if eng is not None:
+        tiles = max(1.0, math.ceil(rows / 128))
+        engine_ms = L * tiles * score_cols * (passes["scalar"] / (eng.scalar_elements_per_s / 128)
+                                              + passes["vector"] / (eng.vector_elements_per_s / 128)) * 1e3
+        fixed_ms = L * facts["dependent_ops_per_layer"] * eng.dma_fixed_s * 1e3
+    coll_ms = coll_lat_ms = 0.0
+    if tp > 1:
+        msg = tokens * d * b
+        one, alpha = collectives.allreduce_parts(hw.instance, tp, msg)
+        n_ar = facts["all_reduces_per_layer"] * L
+        coll_ms, coll_lat_ms = n_ar * one / 1e3, n_ar * alpha / 1e3
+        if facts["logits_all_gather"]:
+            ag, ag_alpha = collectives.collective_parts(hw.instance, tp, "all_gather",
+                                                        batch * model.vocab_size * b)
+            coll_ms += ag / 1e3
+            coll_lat_ms += ag_alpha / 1e3
+    return PhaseTime(compute_ms, hbm_ms, coll_ms, coll_lat_ms, engine_ms, fixed_ms,
+                     1.0 if prefill else decode_residual(hw))
+
+
+def _serving_facts() -> dict[str, Any]:
+    from trnsim.datafiles import load_json
+
+    return {k: r["value"] for k, r in load_json("serving.json")["decode_layer"].items()}
+
+
+def decode_residual(hw: ServingHardware) -> float:
+    """The calibrated decode framework factor for ``hw``'s chip (``data/serving.json``), 1.0 if none.
+
+    It multiplies the decode step's physics time (prefill keeps physics only)."""
+    from trnsim.datafiles import load_json
+
+    rec = load_json("serving.json")["residuals"].get(hw.accelerator)
+    return 1.0 if rec is None else float(rec["value"])
 
 
 def _phase(model, hw, tp, dtype, tokens, attn_flops, weights_dev, kv_read_dev) -> PhaseTime:
@@ -246,12 +342,16 @@ def estimate(
     L = model.n_layers
 
     s = input_tokens
-    prefill_attn = 2.0 * L * batch * s * s * qd
-    prefill = _phase(model, hw, tp, dtype, batch * s, prefill_attn, read_dev, batch * s * kv_tok_dev)
-
     ctx_mean = input_tokens + output_tokens / 2.0
-    decode_attn = 4.0 * L * batch * ctx_mean * qd
-    decode = _phase(model, hw, tp, dtype, batch, decode_attn, read_dev, batch * ctx_mean * kv_tok_dev)
+    if hw.kind == "neuron":
+        weights_dev = _neuron_weights_params(model, tp) * b  # padded heads, replicated KV
+        prefill = _neuron_layer(model, hw, tp, dtype, batch * s, batch, s, prefill=True)
+        decode = _neuron_layer(model, hw, tp, dtype, batch, batch, ctx_mean, prefill=False)
+    else:
+        prefill_attn = 2.0 * L * batch * s * s * qd
+        prefill = _phase(model, hw, tp, dtype, batch * s, prefill_attn, read_dev, batch * s * kv_tok_dev)
+        decode_attn = 4.0 * L * batch * ctx_mean * qd
+        decode = _phase(model, hw, tp, dtype, batch, decode_attn, read_dev, batch * ctx_mean * kv_tok_dev)
 
     ttft = prefill.total_ms
     tpot = decode.total_ms
@@ -263,8 +363,14 @@ def estimate(
     fits = weights_dev + kv_dev <= mem
     cost = hw.usd_per_hour / (tok_s * 3600.0) * 1e6 if hw.usd_per_hour is not None else None
     notes = []
+    warn = context_warning(model, input_tokens, output_tokens)
+    if warn:
+        notes.append(warn)
     if tp > model.n_kv_heads:
         notes.append(f"tp={tp} > {model.n_kv_heads} KV heads: KV heads are replicated across devices")
+    if hw.kind == "neuron" and model.n_heads % tp:
+        notes.append(f"{model.n_heads} heads padded to {padded_heads(model.n_heads, tp)} for tp={tp} "
+                     f"(transformers-neuronx pads when TP does not divide the heads)")
     if replicas * tp < hw.devices:
         notes.append(f"{hw.devices - replicas * tp} {hw.device_label}(s) idle: {hw.devices} is not a multiple of tp={tp}")
     return ServingEstimate(
@@ -283,15 +389,32 @@ def max_batch(model: Any, instance: str, tp: int, input_tokens: int, output_toke
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, 1, input_tokens, output_tokens, dtype)
-    free = hw.device_memory_bytes - model.params * DTYPE_BYTES[dtype] / tp
+    held = _neuron_weights_params(model, tp) if hw.kind == "neuron" else model.params / tp
+    free = hw.device_memory_bytes - held * DTYPE_BYTES[dtype]
     per_req = (input_tokens + output_tokens) * kv_bytes_per_token(model, tp, dtype)
     return max(0, int(free // per_req))
 
 
 def valid_tp(model: Any, instance: str) -> list[int]:
-    """TP degrees allowed for ``model`` on ``instance`` (divide the heads; GPUs: 1 only)."""
+    """TP degrees allowed on ``instance``: the runtime's supported degrees (``data/training.json``
+    neuron_tp_degrees, shared with training) up to the instance's devices; heads are padded
+    when the degree does not divide them. GPUs: 1 only."""
     model = _model(model)
     hw = serving_hardware(instance)
     if hw.kind != "neuron":
         return [1]
-    return [d for d in range(1, hw.devices + 1) if model.n_heads % d == 0]
+    degrees = supported_tp(hw.accelerator)
+    if degrees is None:
+        return [d for d in range(1, hw.devices + 1) if hw.devices % d == 0]
+    return [d for d in degrees if d <= hw.devices]
+
+
+def _neuron_weights_params(model: Any, tp: int) -> float:
+    """Parameters one device holds: padded Q/O projections, replicated K/V, MLP / tp, embeddings / tp."""
+    d, hd = model.d_model, head_dim(model)
+    q_dev = padded_heads(model.n_heads, tp) * hd / tp
+    kv_dev = kv_heads_per_device(model.n_kv_heads, tp) * hd
+    n_mlp = getattr(model, "n_mlp_matrices", 3)
+    layer = d * (2 * q_dev + 2 * kv_dev) + n_mlp * d * model.d_ff / tp
+    emb = getattr(model, "embedding_params", 2 * model.vocab_size * d)
+    return model.n_layers * layer + emb / tp

@@ -43,6 +43,8 @@ class ServingHardware:
     device_hbm_bytes_per_s: float
     usd_per_hour: float | None
     price_note: str
+    core_version: str | None = None  # NeuronCore version (Neuron only): engine facts
+    lnc: int = 1  # physical NeuronCores per device
 
     @property
     def device_label(self) -> str:
@@ -54,8 +56,9 @@ def _neuron(name: str) -> ServingHardware:
     chip = trnsim.chip(inst.chip)
     devices = int(inst.logical_neuroncores)
     tflops = {k: float(v) * inst.chips / devices for k, v in chip.peak_tflops.items() if v is not None}
+    region = inst.price_region or "region not named by AWS's benchmark price table"
     price_note = (
-        f"catalog on-demand price ({inst.price_region or 'region not named by the source'}, as of {inst.price_as_of})"
+        f"On-Demand ${inst.on_demand_usd_per_hour:g}/h ({region}, as of {inst.price_as_of})"
         if inst.on_demand_usd_per_hour is not None else "no public price"
     )
     return ServingHardware(
@@ -63,6 +66,7 @@ def _neuron(name: str) -> ServingHardware:
         device_tflops=tflops, device_memory_bytes=float(inst.device_memory_gib) * GIB / devices,
         device_hbm_bytes_per_s=float(inst.device_memory_gbytes_per_s) * 1e9 / devices,
         usd_per_hour=inst.on_demand_usd_per_hour, price_note=price_note,
+        core_version=chip.neuroncore_version, lnc=max(1, int(inst.neuroncores) // devices),
     )
 
 
