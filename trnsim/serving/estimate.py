@@ -197,6 +197,11 @@ def _validate(model: Any, hw: ServingHardware, tp: int, batch: int, input_tokens
             f"tp={tp} exceeds the {hw.devices} {hw.device_label}s of {hw.instance}; use tp <= {hw.devices} "
             "or a larger instance"
         )
+    if hw.kind != "neuron" and tp > 1:
+        raise ServingError(
+            f"tp={tp} on {hw.instance}: the project has no sourced GPU interconnect figures, so trnsim models "
+            "GPU serving with tp=1 only (one model copy per GPU). Use tp=1, or a Neuron instance for TP."
+        )
     allowed = valid_tp(model, hw.instance)
     if tp not in allowed:
         raise ServingError(

@@ -49,7 +49,8 @@ def check_smallest_tp(answer: int, model: str = "llama3.1-70b", instance: str = 
                 if estimate(model, instance, tp, 1, input_tokens, output_tokens).fits)
     return expect_equal(f"smallest TP for {model} on {instance}", answer, want,
                         hint="weights per device = params x 2 bytes / tp must stay under the device memory "
-                             "with room for the KV cache; tp must divide the number of heads")
+                             "with room for the KV cache; tp must be a degree the runtime supports "
+                             f"({valid_tp(model, instance)}; heads are padded when tp does not divide them)")
 
 
 def check_notebook12(kv_bytes: float, floor_ms: float, smallest_tp: int) -> CheckResult:

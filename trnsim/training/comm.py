@@ -120,6 +120,8 @@ def _alpha_beta(name: str, op: str, group: int, stride: int) -> tuple[tuple[str,
     topo = _group(name, group, stride)
     out = []
     for algo in cluster.SUPPORTED[op]:
+        if not cluster.runs_on(algo, topo):
+            continue  # the generation's runtime does not run it for this group (trn1: ring; mesh at 16 ranks)
         try:
             t = cluster.collective_time(op, REFERENCE_BYTES, topo, algorithm=algo)
         except (ValueError, cluster.AlgorithmError, cluster.TopologyError):
@@ -144,8 +146,8 @@ def _best_flat(name: str, op: str, s_bytes: float, group: int, stride: int, efa_
 def neuron_timing(sys: SystemSpec, op: str, s_bytes: float, group: int, stride: int) -> tuple[str, float]:
     """(algorithm, seconds) for a collective on a Neuron cluster, timed by trnsim.cluster.
 
-    Inside one node: the fastest algorithm trnsim.cluster offers for the group (a planner,
-    like the Neuron runtime's tuning, uses the best one for the group it has; the
+    Inside one node: the fastest algorithm the generation's runtime runs for the group
+    (:func:`trnsim.cluster.runs_on`: a ring on trn1, mesh only at 16 ranks; the
     documented "auto" size thresholds describe the full 16-chip torus, not a sub-group
     such as a TP group of 8 ranks on 4 chips). Across nodes: the documented hierarchical
     algorithm (Neuron ``internode-collective-comm``): intra-node reduce-scatter, inter-node

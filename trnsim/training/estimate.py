@@ -249,8 +249,7 @@ def make_plan(
         raise PlanError(f"pipeline stages: {spec.n_layers} layers of {spec.name} are not divisible by "
                         f"pp*virtual_stages = {pp}*{virtual_stages}; use pp dividing {spec.n_layers}")
     if seq_len > spec.max_seq_len:
-        notes.append(f"seq_len={seq_len} exceeds {spec.name}'s context length {spec.max_seq_len} "
-                     f"(a warning: training at a longer context is possible, quality is not modelled)")
+        raise PlanError(f"seq_len={seq_len} exceeds {spec.name}'s context length {spec.max_seq_len}")
     if sequence_parallel and tp > 1 and seq_len % tp:
         raise PlanError(f"sequence parallelism: seq_len={seq_len} is not divisible by tp={tp}")
     if global_batch % (dp * micro_batch):
