@@ -153,6 +153,18 @@ def test_bench_estimate(benchmark):
     assert e.fits
 
 
+def test_bench_search_70b_64_nodes_cold(benchmark):
+    """Issue 13: the planner answers a 70B search on 64 trn1.32xlarge in < 1 s (cold caches)."""
+    from trnsim.training import comm
+
+    def cold():
+        for f in (comm._cached, comm._alpha_beta, comm._group):
+            f.cache_clear()
+        return tr.search("llama3.1-70b", "trn1.32xlarge", nodes=64, seq_len=8192, global_batch=1024)
+    r = benchmark.pedantic(cold, rounds=3, iterations=1)
+    assert r.best is not None and r.best.fits
+
+
 def test_bench_search_warm(benchmark):
     tr.search("llama2-7b", "trn1.32xlarge", nodes=8, seq_len=4096, global_batch=1024)  # warm the collective cache
     r = benchmark(lambda: tr.search("llama2-7b", "trn1.32xlarge", nodes=8, seq_len=4096, global_batch=1024))
@@ -169,6 +181,7 @@ def test_exercise_checkers_pass_right_answers_and_hint_wrong_ones():
     assert not bad and any("divide by the TP degree" in h for h in bad.hints)
     assert ex.check_chinchilla(20 * tr.model("chinchilla-70b").params)
     assert not ex.check_chinchilla(1.0e12)
+    assert ex.check_chinchilla(1.4e12) and ex.check_chinchilla(20 * 70e9)  # the paper's number, 20 x published
     assert ex.check_days(10.0, 6.0, 86400 * 1e12 * 10 / 6.0 * 0.5, 1, 1.0, 0.5)
     r = tr.search("llama2-7b", "trn1.32xlarge", nodes=4, seq_len=4096, global_batch=1024)
     assert ex.check_planner_answer(r.best.plan.tp, r.best.plan.pp, r)

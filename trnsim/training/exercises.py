@@ -52,10 +52,24 @@ def check_model_state_gib(answer_gib: float, model: str = "llama2-7b", tp: int =
     return r
 
 
+@accepts_stubs
 def check_chinchilla(answer_tokens: float, model: str = "chinchilla-70b") -> CheckResult:
-    want = chinchilla_tokens(model)
-    return expect_close(f"compute-optimal tokens for {model}", answer_tokens, want, rtol=0.05, unit="tokens",
-                        hint="Chinchilla: about 20 training tokens per parameter")
+    """Compute-optimal training tokens.
+
+    About 20 tokens per parameter; either parameter count is right: the published one (70B ->
+    the paper's 1.4T tokens) or the one trnsim computes from the architecture (65B -> 1.3T).
+    """
+    spec = get_model(model)
+    computed = chinchilla_tokens(spec)
+    per = computed / spec.params
+    wants = [computed] + ([per * spec.published_params] if spec.published_params else [])
+    hint = (f"Chinchilla: about {per:.0f} training tokens per parameter; the published size "
+            f"({(spec.published_params or spec.params) / 1e9:.0f}B) and the computed size "
+            f"({spec.params / 1e9:.1f}B) both count")
+    best = min(wants, key=lambda w: abs(float(answer_tokens) / w - 1) if isinstance(answer_tokens, (int, float))
+               and not isinstance(answer_tokens, bool) else 0.0)
+    return expect_close(f"compute-optimal tokens for {model}", answer_tokens, best, rtol=0.05, unit="tokens",
+                        hint=hint)
 
 
 @accepts_stubs

@@ -41,9 +41,10 @@ class SearchResult:
         return out
 
     def table(self, top: int = 5) -> str:
-        lines = [f"{'plan':52s} {'step s':>8s} {'MFU':>6s} {'GiB/dev':>8s}"]
+        w = max([52] + [len(e.plan.label()) for e in self.ranked[:top]])
+        lines = [f"{'plan':{w}s} {'step s':>8s} {'MFU':>6s} {'GiB/dev':>8s}"]
         for e in self.ranked[:top]:
-            lines.append(f"{e.plan.label():52s} {e.step_time_s:8.3g} {100 * e.mfu:5.1f}% {e.memory.total_bytes / GIB:8.1f}")
+            lines.append(f"{e.plan.label():{w}s} {e.step_time_s:8.3g} {100 * e.mfu:5.1f}% {e.memory.total_bytes / GIB:8.1f}")
         return "\n".join(lines)
 
 
