@@ -151,3 +151,55 @@ def _short_bytes(n: int) -> str:
         if n >= f:
             return f"{n / f:g} {unit}"
     return f"{n} B"
+
+
+@dataclass(frozen=True)
+class MicroBenchmarkCase:
+    """One nccom-test example output next to the model's host-launched prediction (us)."""
+
+    label: str
+    op: str
+    ranks: int
+    message_bytes: int
+    published_us: float
+    predicted_us: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted_us / self.published_us - 1.0
+
+
+def nccom_comparison(target: str = "trn1.32xlarge") -> list[MicroBenchmarkCase]:
+    """The documented nccom-test examples (data/collectives.json) vs :func:`cost_collective` with launch='host'.
+
+    The 2-rank floor and its 1 GiB plateau are inputs of the model (launch overhead and the per-rank
+    ceiling come from them), so those two rows agree by construction; the others are checks.
+    """
+    from trnsim.cluster.constants import fact
+    from trnsim.cluster.costing import cost_collective
+
+    cases = [("2-rank all-reduce, 1 KiB (floor: input)", "all_reduce", 2, 1024, "nccom_allreduce_2rank_floor_us"),
+             ("2-rank all-reduce, 1 GiB (plateau: input)", "all_reduce", 2, 2**30, "nccom_allreduce_2rank_1gib_us"),
+             ("32-rank all-gather, 1 KiB", "all_gather", 32, 1024, "nccom_allgather_32rank_1kib_us"),
+             ("32-rank all-gather, 512 KiB", "all_gather", 32, 512 * 1024, "nccom_allgather_32rank_512kib_us"),
+             ("2-node all-reduce, floor (64 ranks, 1 KiB)", "all_reduce", 64, 1024, "nccom_allreduce_2node_floor_us")]
+    out = []
+    for label, op, ranks, nbytes, key in cases:
+        t = cost_collective(op, nbytes, ranks, target, launch="host")
+        out.append(MicroBenchmarkCase(label, op, ranks, nbytes, float(fact("micro_benchmarks", key)), t.time_us))
+    return out
+
+
+def neuronlink_to_efa_ratio(instance: str) -> float:
+    """Per-chip NeuronLink bandwidth / per-chip share of the instance's EFA bandwidth (both per direction).
+
+    trn1.32xlarge: 384 GiB/s per chip vs 800 Gbit/s / 16 chips = 6.25 GB/s -> 66x; trn2.48xlarge:
+    1,024 GB/s vs 3,200 Gbit/s / 16 -> 41x. Reads the per-chip figure per direction (named
+    assumption ``neuronlink_per_chip_reading`` in data/collectives.json).
+    """
+    from trnsim.catalog import instance as _instance
+
+    inst = _instance(instance)
+    if not inst.neuronlink_gbytes_per_s_per_chip or not inst.efa_gbits_per_s:
+        raise ValueError(f"{instance} lacks a NeuronLink or EFA figure in the catalog")
+    return inst.neuronlink_gbytes_per_s_per_chip / (inst.efa_gbits_per_s / 8.0 / inst.chips)

@@ -10,6 +10,7 @@ from trnsim.serving.estimate import (
     ModelLike,
     PhaseTime,
     ServingEstimate,
+    compute_bound_batch,
     estimate,
     kv_bytes_per_token,
     max_batch,
@@ -18,7 +19,7 @@ from trnsim.serving.estimate import (
 from trnsim.serving.hardware import ServingError, ServingHardware, serving_hardware
 
 __all__ = [
-    "DTYPE_BYTES", "ModelLike", "PhaseTime", "ServingEstimate", "ServingError", "ServingHardware",
+    "DTYPE_BYTES", "ModelLike", "compute_bound_batch", "PhaseTime", "ServingEstimate", "ServingError", "ServingHardware",
     "estimate", "kv_bytes_per_token", "max_batch", "serving_hardware", "valid_tp",
 ]
 

@@ -120,7 +120,7 @@ class ServingEstimate:
         return self.tokens_per_s / self.output_tokens
 
     def summary(self) -> str:
-        cost = (f"${self.cost_per_million_output_tokens_usd:,.2f} per 1M output tokens"
+        cost = (f"${self.cost_per_million_output_tokens_usd:,.2f} per 1M output tokens ({self.price_note})"
                 if self.cost_per_million_output_tokens_usd is not None else "no public price")
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (
@@ -423,3 +423,26 @@ def _neuron_weights_params(model: Any, tp: int) -> float:
     layer = d * (2 * q_dev + 2 * kv_dev) + n_mlp * d * model.d_ff / tp
     emb = getattr(model, "embedding_params", 2 * model.vocab_size * d)
     return model.n_layers * layer + emb / tp
+
+
+def compute_bound_batch(model: Any, instance: str, tp: int, context_tokens: int, dtype: str = "bf16") -> int | None:
+    """Smallest decode batch at which compute time reaches streaming time, KV bytes included (None: never).
+
+    Decode at batch B reads the weights once and B x context KV entries: compute grows as
+    B x 2 x matmul params, streaming as weights + B x context x KV bytes per token. With the
+    KV term per request costing more time than its FLOPs, decode stays memory-bound at any batch.
+    """
+    model = _model(model)
+    hw = serving_hardware(instance)
+    _validate(model, hw, tp, 1, context_tokens, 1, dtype)
+    from trnsim.training.recipes import core_engines
+
+    eng = core_engines(hw.core_version or "", hw.lnc) if hw.kind == "neuron" else None
+    stream = min(hw.device_hbm_bytes_per_s, eng.dma_bytes_per_s) if eng else hw.device_hbm_bytes_per_s
+    peak = hw.device_tflops[dtype] * 1e12
+    w_s = weights_read_params(model) * DTYPE_BYTES[dtype] / tp / stream
+    flops_per_req_s = 2.0 * matmul_params(model) / tp / peak
+    kv_per_req_s = context_tokens * kv_bytes_per_token(model, tp, dtype) / stream
+    if flops_per_req_s <= kv_per_req_s:
+        return None
+    return int(math.ceil(w_s / (flops_per_req_s - kv_per_req_s)))

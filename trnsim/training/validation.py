@@ -77,3 +77,26 @@ def calibrate_residual() -> float:
     """The compiled-matmul efficiency fitted on all visible rows (what data/training.json stores)."""
     runs = published_runs()
     return fit_factor(_predictor(runs), [r.seq_per_s for r in runs], list(range(len(runs))), lo=0.1, hi=1.5)
+
+
+def gpu_reference_rows() -> tuple[list[str], list[float], list[float]]:
+    """(names, predicted TFLOPS per GPU, published TFLOPS per GPU) for the Megatron-LM A100 runs.
+
+    Physics only (the GPU reference system has no calibrated residual): each published
+    configuration (Narayanan et al. 2021 Tables 1 and 2: model, TP, PP, GPUs, batch, full
+    recompute, no ZeRO, no sequence parallelism) goes through :func:`estimate` on the
+    DGX A100 system of ``data/training.json``.
+    """
+    from trnsim.training._data import load
+
+    val = load("training.json")["validation"]
+    names, pred, pub = [], [], []
+    for key in ("megatron_table1", "megatron_table2_ptdp"):
+        t = val[key]
+        for name, tp, pp, gpus, batch, tflops, _ in t["rows"]:
+            e = estimate(name, t["system"], nodes=gpus // 8, tp=tp, pp=pp, seq_len=t["seq_len"], global_batch=batch,
+                         recompute="full", zero1=False, sequence_parallel=False)
+            names.append(f"{name.split('-')[-1]} on {gpus} GPUs")
+            pred.append(e.achieved_tflops_per_device)
+            pub.append(float(tflops))
+    return names, pred, pub

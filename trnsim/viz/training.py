@@ -131,3 +131,33 @@ def plot_time_split(ax, runs: Sequence, labels: Sequence[str] | None = None):
     ax.legend(frameon=False)
     ax.grid(axis="x", visible=False)
     return ax
+
+
+def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: str = "", log: bool = True):
+    """Predicted (cross-validated, filled) and physics-only (open) against published, one point per row.
+
+    ``rows`` are :class:`trnsim.validation.Row`; the dashed band is +-20%.
+    """
+    pub = np.array([r.published for r in rows])
+    pred = np.array([r.predicted for r in rows])
+    phys = np.array([r.physics for r in rows])
+    lo, hi = min(pub.min(), pred.min(), phys.min()) * 0.8, max(pub.max(), pred.max(), phys.max()) * 1.25
+    xs = np.array([lo, hi])
+    ax.plot(xs, xs, color="k", lw=1)
+    ax.fill_between(xs, xs / 1.2, xs * 1.2, color="0.85", label="within 20%")
+    ax.scatter(pub, phys, facecolors="none", edgecolors="#C44E52", s=42, label="physics only")
+    ax.scatter(pub, pred, color="#4C72B0", s=30, zorder=3, label="with the calibrated residual (leave-one-out)")
+    for r in rows:
+        ax.annotate(f"{100 * r.error:+.0f}%", (r.published, r.predicted), fontsize=7, xytext=(4, -3),
+                    textcoords="offset points")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel(f"published {unit}".strip())
+    ax.set_ylabel(f"predicted {unit}".strip())
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    return ax
