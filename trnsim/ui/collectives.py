@@ -35,15 +35,18 @@ class CollectivesPanel:
 
     def __init__(self, op: str = "all_reduce", size_log2: int = 24, instance: str = "trn1.32xlarge",
                  nodes: int = 1, ranks: int | None = None, algorithm: str = "auto") -> None:
-        self.op = widgets.Dropdown(options=list(OPS), value=op, description="op")
+        narrow = dict(layout=widgets.Layout(width="250px"), style={"description_width": "70px"})
+        self.op = widgets.Dropdown(options=list(OPS), value=op, description="op", **narrow)
         self.size_log2 = widgets.IntSlider(value=size_log2, min=10, max=32, description="log2 bytes",
                                            continuous_update=False)
         self.size_label = widgets.Label()
-        self.instance = widgets.Dropdown(options=_multi_chip_instances(), value=instance, description="instance")
+        self.instance = widgets.Dropdown(options=_multi_chip_instances(), value=instance, description="instance",
+                                         **narrow)
         self.nodes = widgets.IntSlider(value=nodes, min=1, max=16, description="nodes", continuous_update=False)
         self.ranks = widgets.IntSlider(value=2, min=1, max=2, description="ranks", continuous_update=False)
-        self.algorithm = widgets.Dropdown(options=list(ALGORITHM_CHOICES), value=algorithm, description="algorithm")
-        self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
+        self.algorithm = widgets.Dropdown(options=list(ALGORITHM_CHOICES), value=algorithm, description="algorithm",
+                                          **narrow)
+        self.out = widgets.Output(layout=widgets.Layout(min_height="380px", max_width="720px"))
         self.result: CollectiveTiming | None = None
         self.summary = ""
         self.error = ""
@@ -127,7 +130,7 @@ class CollectivesPanel:
 
     def show(self) -> widgets.Widget:
         controls = widgets.VBox([self.op, self.size_log2, self.size_label, self.instance, self.nodes, self.ranks,
-                                 self.algorithm])
+                                 self.algorithm], layout=widgets.Layout(width="270px", flex="0 0 270px"))
         return widgets.HBox([controls, self.out])
 
 
@@ -153,7 +156,8 @@ class RingStepPanel:
             rounds = self.anim.rounds
         except (AlgorithmError, ValueError) as exc:
             self.error, rounds = str(exc), 0
-        self.step = widgets.IntSlider(value=0, min=0, max=rounds, description="step", continuous_update=True)
+        # continuous_update=False: a fast drag redraws once at the end, never leaving stale text beside a new value
+        self.step = widgets.IntSlider(value=0, min=0, max=rounds, description="step", continuous_update=False)
         self.play = widgets.Play(value=0, min=0, max=rounds, interval=interval_ms, description="play")
         self.link = widgets.jslink((self.play, "value"), (self.step, "value"))
         self.out = widgets.Output(layout=widgets.Layout(min_height="330px"))
