@@ -32,7 +32,7 @@ def test_cross_validated_median_error_within_20_percent(loo):
 
 def test_stored_residual_is_the_procedure_result(loo):
     _, fitted = loo
-    stored = float(load_json("serving.json")["residuals"]["trainium"]["value"])
+    stored = float(load_json("serving.json")["residuals"]["NC-v2"]["value"])
     assert stored == pytest.approx(fitted, abs=5e-4)
     assert stored == pytest.approx(V.calibrate_residual(), abs=5e-4)
 

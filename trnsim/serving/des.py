@@ -26,11 +26,10 @@ import numpy as np
 from trnsim.serving.estimate import (
     DTYPE_BYTES,
     _model,
-    _phase,
+    _neuron_weights_params,
     _validate,
     kv_bytes_per_token,
-    q_dim,
-    weights_read_params,
+    step_times,
 )
 from trnsim.serving.hardware import ServingError, serving_hardware
 
@@ -88,22 +87,18 @@ def service_times(model: Any, instance: str, tp: int, max_batch: int, input_toke
     hw = serving_hardware(instance)
     _validate(model, hw, tp, max_batch, input_tokens, output_tokens, dtype)
     b = DTYPE_BYTES[dtype]
-    w = model.params * b / tp
-    read = weights_read_params(model) * b / tp
+    w = (_neuron_weights_params(model, tp) if hw.kind == "neuron" else model.params / tp) * b
     kv = kv_bytes_per_token(model, tp, dtype)
     if w + max_batch * (input_tokens + output_tokens) * kv > hw.device_memory_bytes:
         raise ServingError(
             f"max_batch={max_batch} does not fit in {hw.device_memory_bytes / 2**30:.1f} GiB per {hw.device_label} "
             f"of {instance} at tp={tp}; lower max_batch, raise tp, or use a larger instance"
         )
-    q = q_dim(model)
-    L, s = model.n_layers, input_tokens
-    ctx = input_tokens + output_tokens / 2.0
     pre = np.zeros(max_batch + 1)
     dec = np.zeros(max_batch + 1)
-    for k in range(1, max_batch + 1):
-        pre[k] = _phase(model, hw, tp, dtype, k * s, 2.0 * L * k * s * s * q, read, k * s * kv).total_ms
-        dec[k] = _phase(model, hw, tp, dtype, k, 4.0 * L * k * ctx * q, read, k * ctx * kv).total_ms
+    for k in range(1, max_batch + 1):  # the estimator's own step times (one source for both)
+        p, d = step_times(model, hw, tp, dtype, k, input_tokens, output_tokens)
+        pre[k], dec[k] = p.total_ms, d.total_ms
     return ServiceTimes(pre, dec, hw.devices // tp)
 
 

@@ -293,12 +293,12 @@ def _serving_facts() -> dict[str, Any]:
 
 
 def decode_residual(hw: ServingHardware) -> float:
-    """The calibrated decode framework factor for ``hw``'s chip (``data/serving.json``), 1.0 if none.
+    """The calibrated decode framework factor for ``hw``'s NeuronCore version (``data/serving.json``), 1.0 if none.
 
     It multiplies the decode step's physics time (prefill keeps physics only)."""
     from trnsim.datafiles import load_json
 
-    rec = load_json("serving.json")["residuals"].get(hw.accelerator)
+    rec = load_json("serving.json")["residuals"].get(hw.core_version or "")
     return 1.0 if rec is None else float(rec["value"])
 
 
@@ -318,6 +318,27 @@ def _phase(model, hw, tp, dtype, tokens, attn_flops, weights_dev, kv_read_dev) -
         n_ar = 2 * model.n_layers
         return PhaseTime(compute_ms, hbm_ms, n_ar * one / 1e3, n_ar * alpha / 1e3)
     return PhaseTime(compute_ms, hbm_ms, 0.0, 0.0)
+
+
+def step_times(model: Any, hw: ServingHardware, tp: int, dtype: str, batch: int, input_tokens: int,
+               output_tokens: int) -> tuple[PhaseTime, PhaseTime]:
+    """(prefill of ``batch`` prompts, one decode step at the mean context) on one replica.
+
+    The one place both :func:`estimate` and the discrete-event simulator get their times from.
+    """
+    b = DTYPE_BYTES[dtype]
+    s = input_tokens
+    ctx_mean = input_tokens + output_tokens / 2.0
+    if hw.kind == "neuron":
+        return (_neuron_layer(model, hw, tp, dtype, batch * s, batch, s, prefill=True),
+                _neuron_layer(model, hw, tp, dtype, batch, batch, ctx_mean, prefill=False))
+    read_dev = weights_read_params(model) * b / tp
+    kv_tok_dev = kv_bytes_per_token(model, tp, dtype)
+    qd, L = q_dim(model), model.n_layers
+    prefill = _phase(model, hw, tp, dtype, batch * s, 2.0 * L * batch * s * s * qd, read_dev, batch * s * kv_tok_dev)
+    decode = _phase(model, hw, tp, dtype, batch, 4.0 * L * batch * ctx_mean * qd, read_dev,
+                    batch * ctx_mean * kv_tok_dev)
+    return prefill, decode
 
 
 def estimate(
@@ -340,23 +361,10 @@ def estimate(
     hw = serving_hardware(instance)
     _validate(model, hw, tp, batch, input_tokens, output_tokens, dtype)
     b = DTYPE_BYTES[dtype]
-    weights_dev = model.params * b / tp  # resident
-    read_dev = weights_read_params(model) * b / tp  # streamed per forward pass
+    held = _neuron_weights_params(model, tp) if hw.kind == "neuron" else model.params / tp  # padded, replicated KV
+    weights_dev = held * b  # resident
     kv_tok_dev = kv_bytes_per_token(model, tp, dtype)
-    qd = q_dim(model)
-    L = model.n_layers
-
-    s = input_tokens
-    ctx_mean = input_tokens + output_tokens / 2.0
-    if hw.kind == "neuron":
-        weights_dev = _neuron_weights_params(model, tp) * b  # padded heads, replicated KV
-        prefill = _neuron_layer(model, hw, tp, dtype, batch * s, batch, s, prefill=True)
-        decode = _neuron_layer(model, hw, tp, dtype, batch, batch, ctx_mean, prefill=False)
-    else:
-        prefill_attn = 2.0 * L * batch * s * s * qd
-        prefill = _phase(model, hw, tp, dtype, batch * s, prefill_attn, read_dev, batch * s * kv_tok_dev)
-        decode_attn = 4.0 * L * batch * ctx_mean * qd
-        decode = _phase(model, hw, tp, dtype, batch, decode_attn, read_dev, batch * ctx_mean * kv_tok_dev)
+    prefill, decode = step_times(model, hw, tp, dtype, batch, input_tokens, output_tokens)
 
     ttft = prefill.total_ms
     tpot = decode.total_ms

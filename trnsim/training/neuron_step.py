@@ -180,10 +180,11 @@ def dp_and_optimizer_s(sys: SystemSpec, plan, params_dev: float, prec: dict[str,
 
 
 def residual_factor(sys: SystemSpec) -> tuple[float, str]:
-    """(compiled-matmul efficiency, note) calibrated for ``sys``'s chip; (1.0, note) when none is stored."""
+    """(compiled-matmul efficiency, note) calibrated for ``sys``'s NeuronCore version; (1.0, note) if none."""
     table = load("training.json").get("residuals", {})
-    rec = table.get(sys.chip_name or "")
+    rec = table.get(sys.core_version or "")
     if rec is None:
-        return 1.0, f"no calibrated matmul efficiency for {sys.chip_name}: physics only (an upper bound)"
+        return 1.0, (f"no calibrated matmul efficiency for {sys.core_version} ({sys.chip_name}): physics only "
+                     "(an upper bound)")
     return float(value(rec)), (f"compiled-matmul efficiency {float(value(rec)):.2f} (calibrated leave-one-out "
-                                f"on published {sys.chip_name} runs; what the physics does not explain)")
+                                f"on published trn1 runs, {sys.core_version}; what the physics does not explain)")
