@@ -47,3 +47,21 @@ def test_context_beyond_the_model_maximum_warns_not_refuses():
     run = next(r for r in V.published_runs() if r.model == "llama-2-7b")  # 128 + 8064 > 4096
     est = V.predict(run)
     assert any("exceeds" in n for n in est.notes) and est.tpot_ms > 0
+
+
+def test_predicted_vs_published_figure(loo, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.viz.training import plot_predicted_vs_published
+
+    rows, _ = loo
+    fig, ax = plt.subplots()
+    plot_predicted_vs_published(ax, rows, unit="TPOT (ms)", title="decode")
+    labels = [t.get_text() for t in ax.texts]
+    assert any("mistral-7b-instruct-v0.2" in t for t in labels)  # rows off by 10% or more are named
+    assert len(ax.collections) >= 3  # band, physics points, calibrated points
+    fig.savefig(tmp_path / "validation.png")
+    plt.close(fig)

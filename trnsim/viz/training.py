@@ -136,7 +136,7 @@ def plot_time_split(ax, runs: Sequence, labels: Sequence[str] | None = None):
 def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: str = "", log: bool = True):
     """Predicted (cross-validated, filled) and physics-only (open) against published, one point per row.
 
-    ``rows`` are :class:`trnsim.validation.Row`; the dashed band is +-20%.
+    ``rows`` are :class:`trnsim.validation.Row`; the grey band is +-20%; rows off by 10% or more are labelled.
     """
     pub = np.array([r.published for r in rows])
     pred = np.array([r.predicted for r in rows])
@@ -147,12 +147,22 @@ def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: st
     ax.fill_between(xs, xs / 1.2, xs * 1.2, color="0.85", label="within 20%")
     ax.scatter(pub, phys, facecolors="none", edgecolors="#C44E52", s=42, label="physics only")
     ax.scatter(pub, pred, color="#4C72B0", s=30, zorder=3, label="with the calibrated residual (leave-one-out)")
-    for r in rows:
-        ax.annotate(f"{100 * r.error:+.0f}%", (r.published, r.predicted), fontsize=7, xytext=(4, -3),
-                    textcoords="offset points")
+    spots: dict[tuple[float, float], list[str]] = {}
+    for r in rows:  # label the rows outside +-10% (the others crowd the diagonal); one label per point
+        if abs(r.error) >= 0.10:
+            key = (round(r.published, 1), round(r.predicted, 1))
+            spots.setdefault(key, []).append(f"{r.label.split()[0]} {100 * r.error:+.0f}%")
+    for (x, y), names in spots.items():
+        ax.annotate("\n".join(names), (x, y), fontsize=7, xytext=(5, -4), textcoords="offset points", va="top")
     if log:
+        from matplotlib.ticker import FuncFormatter, LogLocator
+
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel(f"published {unit}".strip())
