@@ -1,6 +1,14 @@
 """Estimate one parallel training plan: step time and its breakdown, MFU, memory, cost.
 
-Model (all from specifications; see the module docstrings it calls):
+Neuron instances take the path of :mod:`trnsim.training.neuron_step`: the NxD / NeMo recipes
+as they run (flash attention on the Tensor/Scalar/Vector engines, selective recompute,
+sequence parallelism with its 10 collectives per layer, ZeRO-1 after accumulation, the DMA
+ceiling) and one calibrated residual, the compiled-matmul efficiency per NeuronCore version
+(``data/training.json`` residuals, leave-one-out on published trn1 runs). Options left as
+None take the recipe's defaults (:func:`trnsim.training.recipes.recipe`).
+
+The GPU reference systems keep the physics-only model below (all from specifications; see
+the module docstrings it calls):
 
 * **Compute** per device per micro-batch is a per-operator roofline: every matmul of a
   transformer layer takes max(FLOPs / peak, bytes / HBM bandwidth) and every non-matmul
@@ -29,14 +37,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trnsim.training import comm
+from trnsim.training import comm, neuron_step
 from trnsim.training._data import load, value
-from trnsim.training import neuron_step
 from trnsim.training.models import RECOMPUTE_MODES, ModelSpec, model as get_model
 from trnsim.training.recipes import kv_replication, recipe
 from trnsim.training.systems import GIB, PlanError, SystemSpec, system as get_system
 
-ADAM_BYTES_PER_PARAM_UPDATE = 28  # read 4+4+4+2, write 4+4+4+2 (formula, not a measured constant)
+ADAM_BYTES_PER_PARAM_UPDATE = neuron_step.ADAM_BYTES_PER_PARAM_UPDATE  # one definition (neuron_step)
 SECONDS_PER_DAY = 86400.0
 
 
