@@ -8,7 +8,7 @@ import pytest
 
 from trnsim.datafiles import load_json
 from trnsim.serving import validation as V
-from trnsim.validation import median_abs_error, table
+from trnsim.calibration import median_abs_error, table
 
 
 @pytest.fixture(scope="module")

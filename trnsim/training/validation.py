@@ -4,7 +4,7 @@
 /work/shared/reference/validation with its sources); ``validate()`` predicts each row's
 sequences per second with :func:`trnsim.training.estimate` at the published plan (nodes, TP,
 PP, DP, ZeRO-1, sequence length, global batch, micro-batch 1, the recipe's flash attention and
-selective recompute) and returns the leave-one-out rows (:mod:`trnsim.validation`).
+selective recompute) and returns the leave-one-out rows (:mod:`trnsim.calibration`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from trnsim.datafiles import data_dir
 from trnsim.training.estimate import estimate
-from trnsim.validation import Row, fit_factor, leave_one_out
+from trnsim.calibration import Row, fit_factor, leave_one_out
 
 CSV_NAME = "validation/trn1_training.csv"
 

@@ -136,7 +136,7 @@ def plot_time_split(ax, runs: Sequence, labels: Sequence[str] | None = None):
 def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: str = "", log: bool = True):
     """Predicted (cross-validated, filled) and physics-only (open) against published, one point per row.
 
-    ``rows`` are :class:`trnsim.validation.Row`; the grey band is +-20%; rows off by 10% or more are labelled.
+    ``rows`` are :class:`trnsim.calibration.Row`; the grey band is +-20%; rows off by 10% or more are labelled.
     """
     pub = np.array([r.published for r in rows])
     pred = np.array([r.predicted for r in rows])
