@@ -240,3 +240,11 @@ def test_the_course_notebooks_are_nbgrader_assignments(tmp_path):
         for cell in nbformat.read(path, as_version=4).cells:
             if is_solution_tagged(cell):
                 assert nbgrader_meta(cell).get("solution"), f"{path.name}: {cell.source[:60]!r}"
+
+
+def test_a_blank_busbw_answer_is_not_answered_yet():
+    """Found by the nbgrader blank-submission test: the busbw checker said "got Ellipsis" with no hint."""
+    from trnsim.cluster.exercises import check_busbw
+
+    result = check_busbw(..., 1000.0, 100_000_000, 8)
+    assert not result.passed and result.message == "not answered yet" and "bus factor" in str(result)

@@ -67,7 +67,7 @@ def cmd_nbgrader_course(args: argparse.Namespace) -> int:
     for a in assignments:
         print(f"{a.notebook}: assignment {a.name}, {a.points:g} autograded point(s)")
     print(f"nbgrader course folder {args.course_dir} ({len(assignments)} assignments, config {CONFIG_NAME}); next:\n"
-          f"  cd {args.course_dir} && nbgrader generate_assignment {assignments[0].name}")
+          f"  cd {args.course_dir} && nbgrader generate_assignment \"*\"")
     return 0
 
 
