@@ -55,14 +55,16 @@ def test_marked_answers_become_placeholders_and_the_working_a_region():
            "helper = 7\n"
            "answer = helper * need   # your answer\n"
            "print(f'{answer:.1f}')\n"
-           "print(check_pair(need, answer))\n")
+           "print(check_pair(need, answer))\n"
+           "# six times seven\n")
     ex = convert_exercise(src)
     assert ex.answers == ("answer",)
     lines = ex.solution_source.split("\n")
     assert lines[:2] == ["from math import pi", "need = 6"]              # the given stays outside
     assert "answer = ...  # your answer" in lines
     region = lines[lines.index(BEGIN_SOLUTION) + 1:lines.index(END_SOLUTION)]
-    assert region == ["helper = 7", "answer = helper * need   # your answer", "print(f'{answer:.1f}')"]
+    assert region == ["helper = 7", "answer = helper * need   # your answer", "print(f'{answer:.1f}')",
+                      "# six times seven"]                             # a closing comment stays hidden
     assert "check_pair" not in ex.solution_source                       # the checker moved to a test cell
     assert [t.checker for t in ex.tests] == ["check_pair"]
     assert ex.tests[0].source.endswith("require(check_pair(need, answer))")

@@ -47,7 +47,8 @@ def cmd_nbgrader_sync(args: argparse.Namespace) -> int:
         print(f"{r.path}: {state}; {r.points:g} autograded point(s)")
     if args.check:
         if changed:
-            print(f"{len(changed)} notebook(s) not in nbgrader form: run python -m trnsim nbgrader-sync", file=sys.stderr)
+            print(f"{len(changed)} notebook(s) not in nbgrader form: run python -m trnsim nbgrader-sync",
+                  file=sys.stderr)
         return 1 if changed else 0
     if changed:
         print("re-execute the converted notebooks so their stored outputs match (nbval), e.g.\n"

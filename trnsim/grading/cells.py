@@ -300,15 +300,18 @@ def convert_exercise(source: str, used_later: frozenset[str] | set[str] = frozen
         if out:
             out.append("")
         out += [f"{name} = ...  {PLACEHOLDER_COMMENT}" for name in answers]
+    trailing = [t for t in trailing if t.strip()]  # comments after the last statement go with the working
     while body and not body[0].strip():
         body.pop(0)
     if body:
-        out += [BEGIN_SOLUTION, *body, END_SOLUTION]
-    out += [t for t in trailing if t.strip()]
+        out += [BEGIN_SOLUTION, *body, *trailing, END_SOLUTION]
+    else:
+        out += trailing
 
     tests = []
     for i in sorted(graded):
         for call in checker_calls(stmts[i].node):
             text = _call_text(source, call, replaced)
-            tests.append(TestCell(checker_name(call), f"{TEST_HEADER}\nfrom trnsim.check import require\n\nrequire({text})"))
+            tests.append(TestCell(checker_name(call),
+                                  f"{TEST_HEADER}\nfrom trnsim.check import require\n\nrequire({text})"))
     return Exercise("\n".join(out).rstrip("\n"), tuple(tests), tuple(answers))
