@@ -250,3 +250,11 @@ def test_a_blank_busbw_answer_is_not_answered_yet():
 
     result = check_busbw(..., 1000.0, 100_000_000, 8)
     assert not result.passed and result.message == "not answered yet" and "bus factor" in str(result)
+
+
+def test_sync_warns_about_an_exercise_whose_checker_call_gives_no_test():
+    nb = _exercise_notebook()
+    nb.cells[1].source = "secret = 16  # your answer\nresult = check_thing(secret)\nprint(result)"
+    _, report = sync_notebook(nb, where="x.ipynb")
+    assert report.changed and report.tests_added == ()
+    assert len(report.untested) == 1 and "x.ipynb cell 1" in report.untested[0]

@@ -45,6 +45,8 @@ def cmd_nbgrader_sync(args: argparse.Namespace) -> int:
         state = (f"{'would convert' if args.check else 'converted'} {len(r.converted)} exercise cell(s), "
                  f"{len(r.tests_added)} test cell(s) added" if r.changed else "already in nbgrader form")
         print(f"{r.path}: {state}; {r.points:g} autograded point(s)")
+        for note in r.untested:
+            print(f"warning: {note}", file=sys.stderr)
     if args.check:
         if changed:
             print(f"{len(changed)} notebook(s) not in nbgrader form: run python -m trnsim nbgrader-sync",

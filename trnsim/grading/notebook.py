@@ -14,6 +14,7 @@ Converted cells have no outputs until the notebook is executed again.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import re
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from trnsim.grading.cells import BEGIN_SOLUTION, CHECKER_PREFIX, GradingError, cell_names_read, convert_exercise
+from trnsim.grading.cells import (BEGIN_SOLUTION, CHECKER_PREFIX, GradingError, cell_names_read, checker_calls,
+                                  convert_exercise)
 
 SOLUTION_TAG = "solution"
 SCHEMA_VERSION = 3          # nbgrader's cell metadata schema (nbgrader 0.9)
@@ -38,6 +40,7 @@ class NotebookSync:
     converted: tuple[str, ...] = field(default_factory=tuple)   # grade ids of the newly converted answer cells
     tests_added: tuple[str, ...] = field(default_factory=tuple)  # grade ids of the new test cells
     points: float = 0.0                                          # autograded points in the notebook after the sync
+    untested: tuple[str, ...] = field(default_factory=tuple)     # converted cells that call a checker but got no test
 
     @property
     def changed(self) -> bool:
@@ -97,7 +100,7 @@ def sync_notebook(nb, where: str = "notebook") -> tuple[nbformat.NotebookNode, N
             later |= cell_names_read(cell.source)
     read_after.reverse()
 
-    cells, converted, tests_added = [], [], []
+    cells, converted, tests_added, untested = [], [], [], []
     for index, cell in enumerate(out.cells):
         cells.append(cell)
         if not is_solution_tagged(cell) or "nbgrader" in cell.get("metadata", {}):
@@ -115,6 +118,9 @@ def sync_notebook(nb, where: str = "notebook") -> tuple[nbformat.NotebookNode, N
             raise GradingError(f"{where} cell {index}: it has {BEGIN_SOLUTION} but no nbgrader metadata; "
                                "remove the markers (the sync adds them) or add the metadata by hand")
         exercise = convert_exercise(cell.source, read_after[index], notebook_names, where=f"{where} cell {index}")
+        if not exercise.tests and checker_calls(ast.parse(cell.source)):
+            untested.append(f"{where} cell {index}: it calls a checker, but not as a statement of its own that reads "
+                            "an answer, so no autograder test was made; write print(check_...(answer))")
         first = exercise.tests[0].checker[len(CHECKER_PREFIX):] if exercise.tests else cell_id
         gid = _unique(f"answer_{first}", grade_ids)
         cell.source = exercise.solution_source
@@ -134,7 +140,8 @@ def sync_notebook(nb, where: str = "notebook") -> tuple[nbformat.NotebookNode, N
             cells.append(test_cell)
             tests_added.append(test_gid)
     out.cells = cells
-    return out, NotebookSync(Path(where), tuple(converted), tuple(tests_added), autograded_points(out))
+    return out, NotebookSync(Path(where), tuple(converted), tuple(tests_added), autograded_points(out),
+                             tuple(untested))
 
 
 def notebooks_in(folder: str | Path) -> list[Path]:
@@ -154,5 +161,5 @@ def sync_notebooks(folder: str | Path, write: bool = True) -> list[NotebookSync]
         if report.changed and write:
             nbformat.validate(synced)
             nbformat.write(synced, path)
-        results.append(NotebookSync(path, report.converted, report.tests_added, report.points))
+        results.append(NotebookSync(path, report.converted, report.tests_added, report.points, report.untested))
     return results
