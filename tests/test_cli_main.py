@@ -12,7 +12,7 @@ from trnsim.cli import build_parser
 def test_help_lists_the_commands():
     proc = subprocess.run([sys.executable, "-m", "trnsim", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
-    for command in ("doctor", "student-copies", "lite"):
+    for command in ("doctor", "nbgrader-course", "nbgrader-sync", "lite"):
         assert command in proc.stdout
 
 
@@ -22,10 +22,12 @@ def test_unknown_command_is_an_error():
     assert exc.value.code == 2
 
 
-def test_student_copies_reports_an_empty_folder(tmp_path, capsys):
+def test_nbgrader_commands_report_an_empty_folder(tmp_path, capsys):
     from trnsim.cli import main
 
-    assert main(["student-copies", str(tmp_path / "out"), "--notebooks", str(tmp_path)]) == 2
+    assert main(["nbgrader-course", str(tmp_path / "course"), "--notebooks", str(tmp_path)]) == 2
+    assert "no notebooks" in capsys.readouterr().err
+    assert main(["nbgrader-sync", "--notebooks", str(tmp_path)]) == 2
     assert "no notebooks" in capsys.readouterr().err
 
 

@@ -7,6 +7,11 @@ answer is, and which idea to revisit), never just "wrong".
 
 Topic modules build their exercise checkers from :func:`expect_close`,
 :func:`expect_equal` and :func:`combine`.
+
+Autograder test cells (nbgrader, see :mod:`trnsim.grading`) wrap a checker call in
+:func:`require`: it prints the result when the answer is right and raises
+:class:`ExerciseNotPassed` (an ``AssertionError`` carrying the checker's hints) when it
+is not, so nbgrader scores the cell zero and its feedback shows what to fix.
 """
 from __future__ import annotations
 
@@ -40,6 +45,32 @@ class CheckResult:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+class ExerciseNotPassed(AssertionError):
+    """Raised by :func:`require` for a failed check; the message is the checker's full
+    result line with its hints. An ``AssertionError``, so nbgrader scores the test cell 0."""
+
+    def __init__(self, result: CheckResult) -> None:
+        super().__init__(str(result))
+        self.result = result
+
+
+def require(result: CheckResult) -> None:
+    """Autograder form of a check: print ``result`` when it passed (returning nothing, so a
+    notebook cell shows the line once), raise
+    :class:`ExerciseNotPassed` (message: the result and its hints) when it did not.
+
+    ``result`` must be what an exercise checker returns; anything else (a learner who
+    replaced the checker call, a checker bug) is refused with a ``TypeError`` naming it.
+    """
+    __tracebackhide__ = True  # IPython and pytest hide this frame: the learner sees the hint, not our code
+    if not isinstance(result, CheckResult):
+        raise TypeError(f"require() takes the result of an exercise checker (a CheckResult), got "
+                        f"{type(result).__name__} {result!r:.80}; call it as require(check_...(your answer))")
+    if not result.passed:
+        raise ExerciseNotPassed(result)
+    print(result)
 
 
 def expect_close(

@@ -4,8 +4,10 @@ Commands:
 
 * ``doctor``: check this environment for the course and say exactly what to fix
   (exit status 1 when something needs fixing).
-* ``student-copies OUT``: write the notebooks with exercise solutions replaced by stubs
-  (``--verify`` also runs every copy and checks each stub answers with a hint).
+* ``nbgrader-course DIR``: an nbgrader course folder (one assignment per notebook) for
+  ``nbgrader generate_assignment`` / ``autograde`` (the ``grade`` extra installs nbgrader).
+* ``nbgrader-sync``: convert the course notebooks' exercises to nbgrader cells in place
+  (idempotent; ``--check`` only reports, exit status 1 when a notebook is not converted).
 * ``lite``: build the course as a static JupyterLite site (default ``_output/``).
 """
 from __future__ import annotations
@@ -29,31 +31,47 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if all(i.ok for i in items) else 1
 
 
-def cmd_student_copies(args: argparse.Namespace) -> int:
-    from trnsim.student import verify_student_copy, write_student_copies
+def cmd_nbgrader_sync(args: argparse.Namespace) -> int:
+    from trnsim.grading.cells import GradingError
+    from trnsim.grading.notebook import sync_notebooks
 
     try:
-        copies = write_student_copies(args.out, args.notebooks)
-    except (FileNotFoundError, ValueError) as exc:
+        results = sync_notebooks(args.notebooks, write=not args.check)
+    except (FileNotFoundError, GradingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for c in copies:
-        code = [s for s in c.stubbed if s.cell_type == "code"]
-        other = len(c.stubbed) - len(code)
-        answers = sorted({a for s in code for a in s.answers})
-        print(f"{c.target}: {len(code)} exercise cell(s) stubbed"
-              + (f", {other} worked answer(s) removed" if other else "")
-              + (f" (answers: {', '.join(answers)})" if answers else ""))
-    if not args.verify:
-        return 0
-    problems = []
-    for c in copies:
-        problems += verify_student_copy(c.target)
-    for p in problems:
-        print(f"PROBLEM {p}", file=sys.stderr)
-    print(f"verified {len(copies)} student copies: " + ("all cells run, every stub gives a hint" if not problems
-                                                         else f"{len(problems)} problem(s)"))
-    return 1 if problems else 0
+    changed = [r for r in results if r.changed]
+    for r in results:
+        state = (f"{'would convert' if args.check else 'converted'} {len(r.converted)} exercise cell(s), "
+                 f"{len(r.tests_added)} test cell(s) added" if r.changed else "already in nbgrader form")
+        print(f"{r.path}: {state}; {r.points:g} autograded point(s)")
+        for note in r.untested:
+            print(f"warning: {note}", file=sys.stderr)
+    if args.check:
+        if changed:
+            print(f"{len(changed)} notebook(s) not in nbgrader form: run python -m trnsim nbgrader-sync",
+                  file=sys.stderr)
+        return 1 if changed else 0
+    if changed:
+        print("re-execute the converted notebooks so their stored outputs match (nbval), e.g.\n"
+              + "\n".join(f"  jupyter nbconvert --to notebook --execute --inplace {r.path}" for r in changed))
+    return 0
+
+
+def cmd_nbgrader_course(args: argparse.Namespace) -> int:
+    from trnsim.grading.cells import GradingError
+    from trnsim.grading.course import CONFIG_NAME, write_course
+
+    try:
+        assignments = write_course(args.course_dir, args.notebooks)
+    except (FileNotFoundError, ValueError, GradingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for a in assignments:
+        print(f"{a.notebook}: assignment {a.name}, {a.points:g} autograded point(s)")
+    print(f"nbgrader course folder {args.course_dir} ({len(assignments)} assignments, config {CONFIG_NAME}); next:\n"
+          f"  cd {args.course_dir} && nbgrader generate_assignment \"*\"")
+    return 0
 
 
 def cmd_lite(args: argparse.Namespace) -> int:
@@ -80,12 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check this environment and say what to fix")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("student-copies", help="write the notebooks with solutions replaced by stubs")
-    p.add_argument("out", type=Path, help="folder for the student copies (created if missing)")
+    p = sub.add_parser("nbgrader-course", help="make an nbgrader course folder, one assignment per notebook")
+    p.add_argument("course_dir", type=Path, help="the course folder (created if missing; source/ is refreshed)")
     p.add_argument("--notebooks", type=Path, default=_default_notebooks(), help="the course notebooks folder")
-    p.add_argument("--verify", action="store_true",
-                   help="run every copy in a fresh kernel and check each stub prints a hint")
-    p.set_defaults(func=cmd_student_copies)
+    p.set_defaults(func=cmd_nbgrader_course)
+
+    p = sub.add_parser("nbgrader-sync", help="convert the notebooks' exercises to nbgrader cells, in place")
+    p.add_argument("--notebooks", type=Path, default=_default_notebooks(), help="the course notebooks folder")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing; exit status 1 when a notebook still has unconverted exercises")
+    p.set_defaults(func=cmd_nbgrader_sync)
 
     p = sub.add_parser("lite", help="build the course as a static JupyterLite site")
     p.add_argument("--output-dir", type=Path, default=Path("_output"), help="site folder (replaced)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trnsim.check import CheckResult, expect_close
+from trnsim.check import CheckResult, expect_close, not_answered
 from trnsim.cluster.collectives import bus_factor, collective_time
 from trnsim.cluster.topology import ring_topology
 
@@ -86,6 +86,9 @@ def check_busbw(answer_gbytes_per_s: float, time_us: float, message_bytes: int, 
                 op: str = "all_reduce") -> CheckResult:
     """Check a bus bandwidth computed from a measured time (NCCL-tests definition)."""
     title = f"{op} bus bandwidth"
+    if answer_gbytes_per_s is None or answer_gbytes_per_s is Ellipsis:  # a blank answer: a hint, not a type error
+        return not_answered(title, "busbw = (S / t) x the bus factor of the operation; "
+                                   "S / (t * 1e3) is GB/s for S in bytes, t in us")
     algbw = message_bytes / (time_us * 1e3)
     want = algbw * bus_factor(op, ranks)
     try:
