@@ -7,10 +7,12 @@ Notebooks 01 and 03. Matmul C[M, N] = A[M, K] @ B[K, N]:
   is :func:`trnsim.perf.roofline.matmul_intensity` (NKI matmul tutorial formula, nki.md s.4.3).
 * Roofline time: ``max(FLOPs / Tensor Engine peak, bytes / DMA ceiling)`` with the peak and the
   ceiling from :func:`trnsim.perf.roofline.roofline` (the catalog and the DMA model).
-* Tile mapping: ``nc_matmul`` takes a stationary tile [K <= 128, M <= 128] and a moving tile
-  [K <= 128, N <= 512] (catalog ``TileLimits``: pmax, gemm_stationary_fmax, gemm_moving_fmax), so a
-  big matmul becomes ceil(M/128) x ceil(K/128) x ceil(N/512) instructions, each costing
-  :func:`trnsim.perf.cost.matmul_cycles` Tensor Engine cycles.
+* Tile mapping: ``nc_matmul`` takes a stationary tile [K <= 128, F <= 128] and a moving tile
+  [K <= 128, F <= 512] (catalog ``TileLimits``: pmax, gemm_stationary_fmax, gemm_moving_fmax). With
+  A stationary a big matmul becomes ceil(M/128) x ceil(K/128) x ceil(N/512) instructions; with B
+  stationary (computing C.T) ceil(N/128) x ceil(K/128) x ceil(M/512). Each costs
+  :func:`trnsim.perf.cost.matmul_cycles` Tensor Engine cycles; the cheaper orientation is used, so
+  the short operand (a decode step's tokens) moves.
 
 Memory (notebook 03):
 
@@ -80,15 +82,23 @@ def matmul_hbm_bytes(m: int, n: int, k: int, dtype: str = "bfloat16") -> int:
 
 @dataclass(frozen=True)
 class TileMapping:
-    """How C = A @ B maps onto ``nc_matmul`` instructions of a 128 x 128 Tensor Engine."""
+    """How C = A @ B maps onto ``nc_matmul`` instructions of a 128 x 128 Tensor Engine.
+
+    ``nc_matmul`` takes a *stationary* tile [K <= 128, F <= 128] that stays in the PE array and a
+    *moving* tile [K <= 128, F <= 512] that streams through it. Either operand may be the stationary
+    one: A stationary computes C tiles directly, B stationary computes C.T tiles (the NKI matmul
+    tutorial's ``nc_matmul(B_tile, A.T_tile)`` order). :func:`tile_mapping` picks the cheaper
+    orientation, which lets the *short* operand move (a decode step's few tokens stream past
+    weights that fill the array). ``m_tile``/``n_tile`` are the tile sizes along M and N.
+    """
 
     m: int
     n: int
     k: int
     dtype: str
     k_tile: int                    # contraction rows per instruction (partitions, <= pmax)
-    m_tile: int                    # stationary free size (<= gemm_stationary_fmax)
-    n_tile: int                    # moving free size (<= gemm_moving_fmax)
+    m_tile: int                    # tile size along M (<= stationary fmax if A is stationary, else <= moving fmax)
+    n_tile: int                    # tile size along N (<= moving fmax if A is stationary, else <= stationary fmax)
     m_tiles: int
     n_tiles: int
     k_tiles: int
@@ -97,6 +107,23 @@ class TileMapping:
     pe_rows: int
     pe_cols: int
     ideal_cycles: float            # cycles if every PE did useful work every cycle at this dtype's rate
+    stationary: str = "A"          # "A" (C = A @ B tiles) or "B" (C.T = B.T @ A.T tiles)
+    other_cycles: float = 0.0      # Tensor Engine cycles of the other orientation (for comparison)
+
+    @property
+    def moving(self) -> str:
+        """The operand that streams through the array ("A" or "B")."""
+        return "B" if self.stationary == "A" else "A"
+
+    @property
+    def stationary_tile(self) -> tuple[int, int]:
+        """[K, F] of the stationary tile."""
+        return (self.k_tile, self.m_tile if self.stationary == "A" else self.n_tile)
+
+    @property
+    def moving_tile(self) -> tuple[int, int]:
+        """[K, F] of the moving tile."""
+        return (self.k_tile, self.n_tile if self.stationary == "A" else self.m_tile)
 
     @property
     def instructions(self) -> int:
@@ -114,38 +141,56 @@ class TileMapping:
     @property
     def pe_utilisation(self) -> float:
         """Fraction of the dtype's Tensor Engine peak the tiles reach: below 1 when tiles are partly
-        empty (ragged edges, K or M < 128) or the moving free size is below 64 cycles' worth."""
+        empty (ragged edges, K or the stationary free size < 128) or the moving free size is below
+        the 64-cycle start-up latency."""
         return self.ideal_cycles / self.tensor_cycles
+
+
+def _orientation_cycles(stat: int, mov: int, k: int, stat_t: int, mov_t: int, k_t: int, fp32: bool,
+                        init: float) -> float:
+    """Tensor Engine cycles of all instructions when the operand of free size ``stat`` is stationary."""
+    kt = math.ceil(k / k_t)
+    s_sizes = [(stat_t, stat // stat_t)] + ([(stat % stat_t, 1)] if stat % stat_t else [])
+    v_sizes = [(mov_t, mov // mov_t)] + ([(mov % mov_t, 1)] if mov % mov_t else [])
+    cycles = 0.0
+    for ss, sc in s_sizes:
+        for vs, vc in v_sizes:
+            if sc and vc:
+                cycles += sc * vc * kt * matmul_cycles(ss, vs, fp32, init)
+    return cycles
 
 
 def tile_mapping(m: int, n: int, k: int, dtype: str = "bfloat16", target: Any = "trn1") -> TileMapping:
     """Split C[M, N] = A[M, K] @ B[K, N] into ``nc_matmul`` tiles and price them on the Tensor Engine.
 
-    Tiles are the largest the ISA allows (K 128, M 128, N 512); edge tiles are smaller and cost
-    ``max(min(64, M_tile), N_tile)`` cycles like any other (x4 for fp32), so ragged sizes waste PEs.
+    Tiles are the largest the ISA allows (K 128, stationary free 128, moving free 512); edge tiles are
+    smaller. Each instruction costs ``max(min(64, F_stationary), F_moving)`` cycles (x4 for fp32,
+    :func:`trnsim.perf.cost.matmul_cycles`): 64 is the fixed matmul start-up latency (MM_INIT_LATENCY,
+    N-ARCH2), so a moving tile shorter than 64 columns still pays 64 cycles. Both orientations are
+    priced (A stationary, or B stationary computing C.T) and the cheaper is kept; on a tie, A.
     """
     m, n, k = _check_dims(m, n, k)
     size = itemsize(dtype)
     tgt = _resolve_target(target)
     core = tgt.core
     lim = core.tile
-    k_t, m_t, n_t = min(k, lim.pmax), min(m, lim.gemm_stationary_fmax), min(n, lim.gemm_moving_fmax)
-    mt, nt, kt = math.ceil(m / m_t), math.ceil(n / n_t), math.ceil(k / k_t)
     fp32 = size == 4
     init = float(core.cost.mm_init_latency_cycles)
-    # sizes of the full and the edge tile along M and N (K does not change the cycle count)
-    m_sizes = [(m_t, m // m_t)] + ([(m % m_t, 1)] if m % m_t else [])
-    n_sizes = [(n_t, n // n_t)] + ([(n % n_t, 1)] if n % n_t else [])
-    cycles = 0.0
-    for ms, mc in m_sizes:
-        for ns, nc in n_sizes:
-            if mc and nc:
-                cycles += mc * nc * kt * matmul_cycles(ms, ns, fp32, init)
+    s_max, v_max, k_t = lim.gemm_stationary_fmax, lim.gemm_moving_fmax, min(k, lim.pmax)
+    a_cycles = _orientation_cycles(m, n, k, min(m, s_max), min(n, v_max), k_t, fp32, init)
+    b_cycles = _orientation_cycles(n, m, k, min(n, s_max), min(m, v_max), k_t, fp32, init)
+    if b_cycles < a_cycles:
+        stationary, cycles, other = "B", b_cycles, a_cycles
+        m_t, n_t = min(m, v_max), min(n, s_max)
+    else:
+        stationary, cycles, other = "A", a_cycles, b_cycles
+        m_t, n_t = min(m, s_max), min(n, v_max)
+    mt, nt, kt = math.ceil(m / m_t), math.ceil(n / n_t), math.ceil(k / k_t)
     # dtype slowdown as the cost formula has it (fp32: 4 passes), measured on a long moving tile
     slowdown = matmul_cycles(1, 1 << 16, fp32, init) / matmul_cycles(1, 1 << 16, False, init)
     ideal = m * n * k / (core.pe_rows * core.pe_cols) * slowdown
     return TileMapping(m, n, k, dtype, k_t, m_t, n_t, mt, nt, kt, cycles, engine_clock_ghz(core, "tensor"),
-                       int(core.pe_rows), int(core.pe_cols), ideal)
+                       int(core.pe_rows), int(core.pe_cols), ideal, stationary, other)
 
 
 @dataclass(frozen=True)
@@ -206,7 +251,8 @@ class MatmulEstimate:
             f"memory {self.memory_time_us:,.2f} us at {r.dma_gbytes_per_s:,.0f} GB/s",
             f"  roofline time {self.time_us:,.2f} us -> {self.bound}-bound, {self.attainable_tflops:,.1f} TFLOP/s attainable",
             f"  tiles: {t.m_tiles} x {t.k_tiles} x {t.n_tiles} = {t.instructions:,} nc_matmul "
-            f"([{t.k_tile}x{t.m_tile}] stationary, [{t.k_tile}x{t.n_tile}] moving); Tensor Engine "
+            f"({t.stationary} stationary [{t.stationary_tile[0]}x{t.stationary_tile[1]}], {t.moving} moving "
+            f"[{t.moving_tile[0]}x{t.moving_tile[1]}]); Tensor Engine "
             f"{t.tensor_time_us:,.2f} us, PE utilisation {100 * t.pe_utilisation:.0f}%",
         ]
         note = self.fp8_note()
