@@ -40,7 +40,7 @@ def _cases() -> list[tuple[str, Callable[[], Any], Callable[[Any], Any], tuple[A
         ("Engines (02)", EnginePanel, lambda p: p.tiles, (2, 1)),
         ("Memory (03)", MemoryPanel, lambda p: p.free, (1024, 512)),
         ("Tiling (04)", TilingPanel, lambda p: p.cols, (900, 1000)),
-        ("Block (05)", BlockPanel, lambda p: p.block_n, (4, 2)),
+        ("Block (05)", BlockPanel, lambda p: p.block_k, (4, 8)),
         ("Fusion (06)", FusionPanel, lambda p: p.cols, (2048, 1024)),
         ("Bits (07)", BitsPanel, lambda p: p.value, (2.5, 3.14159)),
         ("Accumulation (07)", AccumulationPanel, lambda p: p.steps, (1000, 2000)),
