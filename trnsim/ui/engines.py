@@ -37,6 +37,8 @@ class StepKind:
 STEP_KINDS: dict[str, StepKind] = {s.key: s for s in (
     StepKind("scale", f"multiply by {SCALE:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
     StepKind("bias", f"add {BIAS:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
+    StepKind("scale_bias", f"{SCALE:g}x + {BIAS:g} in one two-op tensor_scalar", ("vector", "scalar", "gpsimd"),
+             "tensor_scalar"),
     StepKind("exp", "exp(x)", ("scalar",), "activation"),
     StepKind("fused", f"exp({SCALE:g}x + {BIAS:g}) in one activation", ("scalar",), "activation"),
     StepKind("square", "x * x", ("vector", "gpsimd"), "tensor_tensor"),
@@ -50,6 +52,7 @@ ENGINE_LABELS = {"tensor": "Tensor (PE)", "vector": "Vector (DVE)", "scalar": "S
 PRESETS: dict[str, tuple[tuple[str, str], ...]] = {
     "unfused: scale, bias, exp on Scalar": (("scale", "scalar"), ("bias", "scalar"), ("exp", "scalar")),
     "fused: one activation": (("fused", "scalar"),),
+    "two-op tensor_scalar, then exp on Scalar": (("scale_bias", "scalar"), ("exp", "scalar")),
     "unfused, spread over engines": (("scale", "vector"), ("bias", "gpsimd"), ("exp", "scalar")),
     "matmul, then fused activation": (("matmul", "tensor"), ("fused", "scalar")),
 }
@@ -107,6 +110,9 @@ def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
             return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, engine=engine, dtype=f32)
         if kind == "bias":
             return nisa.tensor_scalar(t, op0=np.add, operand0=BIAS, engine=engine, dtype=f32)
+        if kind == "scale_bias":   # (x * SCALE) + BIAS: tensor_scalar applies two ops in one pass
+            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, op1=np.add, operand1=BIAS,
+                                      engine=engine, dtype=f32)
         if kind == "exp":
             return nisa.activation(op=nl.exp, data=t, dtype=f32)
         if kind == "fused":
@@ -155,6 +161,8 @@ def reference(steps: Sequence[tuple[str, str]], x: np.ndarray, w: np.ndarray, ti
                 cur = cur * SCALE
             elif kind == "bias":
                 cur = cur + BIAS
+            elif kind == "scale_bias":
+                cur = cur * SCALE + BIAS
             elif kind == "exp":
                 cur = np.exp(cur)
             elif kind == "fused":
