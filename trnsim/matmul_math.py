@@ -17,7 +17,8 @@ Notebooks 01 and 03. Matmul C[M, N] = A[M, K] @ B[K, N]:
 Memory (notebook 03):
 
 * :func:`hierarchy_levels`: capacity and bandwidth of host DRAM, HBM, SBUF and PSUM for one core
-  (catalog, plus the order-of-magnitude on-chip bandwidths in data/memory_hierarchy.json).
+  (catalog: host memory of the chip's largest instance per core, HBM per core, SBUF/PSUM; plus the
+  order-of-magnitude on-chip and host bandwidths in data/memory_hierarchy.json).
 * :func:`dma_load_cost`: one ``nl.load`` of a [P, F] tile priced by the simulator's DMA model
   (:func:`trnsim.perf.dma.dma_cost_ns` on a :func:`trnsim.perf.build.load` instruction).
 * :func:`plan_tiles`: a [rows, cols] HBM tensor cut into [P, F] SBUF tiles: bytes per partition,
@@ -298,22 +299,42 @@ class MemoryLevel:
     source: str
 
 
-def hierarchy_levels(target: Any = "trn1") -> list[MemoryLevel]:
+def host_instance(target: Any = "trn1") -> Any:
+    """The catalog instance whose host memory :func:`hierarchy_levels` divides among cores: the
+    instance of ``target``'s chip with the most NeuronCores, UltraServers excluded (trn1 -> trn1.32xlarge)."""
+    from trnsim.catalog import instances
+
+    tgt = _resolve_target(target)
+    mine = [i for i in instances() if i.chip == tgt.chip.name and i.host_memory_gib and "ultraserver" not in i.name]
+    mine = mine or [i for i in instances() if i.chip == tgt.chip.name and i.host_memory_gib]
+    if not mine:
+        raise ValueError(f"no instance with {tgt.chip.display_name} chips in the catalog lists its host memory")
+    return max(mine, key=lambda i: (i.neuroncores, i.host_memory_gib))
+
+
+def hierarchy_levels(target: Any = "trn1", instance: Any = None) -> list[MemoryLevel]:
     """Host DRAM, HBM, SBUF, PSUM for one core of ``target``: capacity (bytes) and bandwidth (GB/s).
 
-    HBM capacity and bandwidth are the chip's divided by its NeuronCores (catalog); SBUF/PSUM sizes
-    are the core's (catalog); SBUF, PSUM and host bandwidths are the ~orders of magnitude of the NKI
-    memory-hierarchy figure (data/memory_hierarchy.json).
+    Host DRAM is the instance's host memory divided by its NeuronCores (catalog; ``instance`` defaults
+    to :func:`host_instance`, e.g. trn1.32xlarge: 512 GiB for 32 cores = 16 GiB per core). HBM capacity
+    and bandwidth are the chip's divided by its NeuronCores (catalog); SBUF/PSUM sizes are the core's
+    (catalog); SBUF, PSUM and host bandwidths are the ~orders of magnitude of the NKI memory-hierarchy
+    figure (data/memory_hierarchy.json).
     """
+    from trnsim.catalog import instance as get_instance
     from trnsim.datafiles import load_json
 
     tgt = _resolve_target(target)
     core, chip = tgt.core, tgt.chip
+    inst = host_instance(tgt) if instance is None else (
+        get_instance(instance) if isinstance(instance, str) else instance)
     lv = load_json("memory_hierarchy.json")["levels"]
     per_core = chip.neuroncores
     return [
-        MemoryLevel("host DRAM", lv["host"]["capacity_gib"]["value"] * 2**30,
-                    lv["host"]["bandwidth_gbytes_per_s"]["value"], "host memory, over PCIe", "N-MEM (approximate)"),
+        MemoryLevel("host DRAM", inst.host_memory_gib * 2**30 / inst.neuroncores,
+                    lv["host"]["bandwidth_gbytes_per_s"]["value"],
+                    f"{inst.host_memory_gib:g} GiB on {inst.name} shared by {inst.neuroncores} cores, over PCIe",
+                    "catalog; bandwidth N-MEM (approximate)"),
         MemoryLevel("HBM", chip.device_memory_gib * 2**30 / per_core, chip.hbm_gbytes_per_s / per_core,
                     f"{chip.device_memory_gib:g} GiB per chip shared by {per_core} cores", "catalog"),
         MemoryLevel("SBUF", core.sbuf_bytes, lv["sbuf"]["bandwidth_gbytes_per_s"]["value"],
@@ -515,4 +536,4 @@ def plan_tiles(rows: int, cols: int, dtype: str = "bfloat16", partitions: int = 
 
 __all__ = ["MATMUL_DTYPES", "TileMapping", "MatmulEstimate", "itemsize", "matmul_flops", "matmul_hbm_bytes",
            "tile_mapping", "estimate", "MemoryLevel", "hierarchy_levels", "DmaCost", "dma_load_cost", "TilePlan",
-           "plan_tiles", "MAX_SCHEDULED_TRANSFERS"]
+           "plan_tiles", "MAX_SCHEDULED_TRANSFERS", "host_instance"]
