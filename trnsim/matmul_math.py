@@ -285,6 +285,45 @@ def estimate(m: int, n: int, k: int, dtype: str = "bfloat16", target: Any = "trn
                           roofline(tgt, dtype), tile_mapping(m, n, k, dtype, tgt))
 
 
+@dataclass(frozen=True)
+class MatmulSetTime:
+    """Tensor Engine time of a set of matmuls, each split into tiles by :func:`tile_mapping`."""
+
+    matmuls: int
+    instructions: int
+    tensor_cycles: float
+    ideal_cycles: float
+    tensor_clock_ghz: float
+
+    @property
+    def tensor_time_us(self) -> float:
+        return self.tensor_cycles / self.tensor_clock_ghz / 1e3
+
+    @property
+    def pe_utilisation(self) -> float:
+        return self.ideal_cycles / self.tensor_cycles
+
+
+def with_backward(shapes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Forward matmuls (M, N, K) plus the two backward matmuls of each: dA = dC @ B.T is (M, K, N) and
+    dB = A.T @ dC is (K, N, M) (3x the forward FLOPs in all, the usual 6 FLOPs per parameter per token)."""
+    out = list(shapes)
+    for m, n, k in shapes:
+        out += [(m, k, n), (k, n, m)]
+    return out
+
+
+def matmul_set_time(shapes: list[tuple[int, int, int]], dtype: str = "bfloat16", target: Any = "trn1") -> MatmulSetTime:
+    """Sum :func:`tile_mapping` over matmuls given as (M, N, K): the Tensor Engine time with partly
+    empty tiles and the 64-cycle start-up latency counted, against ``ideal_cycles`` at full peak."""
+    tgt = _resolve_target(target)
+    maps = [tile_mapping(m, n, k, dtype, tgt) for m, n, k in shapes]
+    if not maps:
+        raise ValueError("matmul_set_time needs at least one (M, N, K) shape")
+    return MatmulSetTime(len(maps), sum(t.instructions for t in maps), sum(t.tensor_cycles for t in maps),
+                         sum(t.ideal_cycles for t in maps), maps[0].tensor_clock_ghz)
+
+
 # ----------------------------------------------------------------------------- memory (notebook 03)
 
 
@@ -536,4 +575,5 @@ def plan_tiles(rows: int, cols: int, dtype: str = "bfloat16", partitions: int = 
 
 __all__ = ["MATMUL_DTYPES", "TileMapping", "MatmulEstimate", "itemsize", "matmul_flops", "matmul_hbm_bytes",
            "tile_mapping", "estimate", "MemoryLevel", "hierarchy_levels", "DmaCost", "dma_load_cost", "TilePlan",
-           "plan_tiles", "MAX_SCHEDULED_TRANSFERS", "host_instance"]
+           "plan_tiles", "MAX_SCHEDULED_TRANSFERS", "host_instance", "MatmulSetTime",
+           "with_backward", "matmul_set_time"]
