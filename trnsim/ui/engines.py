@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 
 from trnsim.catalog import target as get_target
-from trnsim.ui.render import show
+from trnsim.ui.render import Choice, missing_choices, panel_figure, show
 
 SCALE = 2.0
 BIAS = 0.5
@@ -292,7 +291,9 @@ class EnginePanel:
         self.free = widgets.IntSlider(value=free, min=16, max=2048, step=16, description="free size",
                                       continuous_update=False)
         self.tiles = widgets.IntSlider(value=tiles, min=1, max=6, description="tiles", continuous_update=False)
-        self.target = widgets.Dropdown(options=["trn1", "inf2", "trn2", "trn3"], value=target, description="target")
+        from trnsim.ui.matmul import target_choice
+
+        self.target = target_choice(target)
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
         self.result: SequenceResult | None = None
         self.summary = ""
@@ -345,7 +346,11 @@ class EnginePanel:
         """Run the sequence and redraw; a step that cannot run is explained in the output area."""
         from trnsim.viz.timeline import plot_timeline
 
-        self.error = ""
+        self.error = missing_choices([self.target, self.preset, *self.kind, *self.engine])
+        if self.error:
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         try:
             pmax = get_target(self.target.value).core.tile.pmax
             self.result = run_sequence(self.steps, pmax, self.free.value, self.tiles.value, self.target.value)
@@ -354,7 +359,8 @@ class EnginePanel:
             show(self.out, error=f"Cannot run this sequence: {exc}")
             return
         self.summary = self.result.summary()
-        fig, ax = plt.subplots(figsize=(9, 3.2))
+        fig = panel_figure((11, 3.4))
+        ax = fig.add_subplot()
         plot_timeline(self.result.profile, ax, title=f"{self.result.latency_us:.2f} us on {self.result.target}")
         outline_instructions(ax, self.result.profile)
         fig.subplots_adjust(left=0.16, right=0.98, bottom=0.16, top=0.88)

@@ -9,10 +9,9 @@ simulator's ``KernelError`` text when the blocks do not fit in SBUF).
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from trnsim.exercises.kernels_perf import BlockResult, evaluate_blocks
-from trnsim.ui.render import show
+from trnsim.ui.render import missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_utilisation, plot_sbuf_budget
 from trnsim.viz.timeline import plot_timeline
 
@@ -47,18 +46,24 @@ class BlockPanel:
 
     def update(self) -> None:
         """Profile the chosen blocks and redraw; a choice that does not fit is shown, not raised."""
+        missing = missing_choices([self.size, self.block_m, self.block_n, self.block_k])
+        if missing:
+            self.result, self.summary, self.error = None, "", missing
+            show(self.out, error=missing)
+            return
         r = evaluate_blocks(self.size.value, self.block_m.value, self.block_n.value, self.block_k.value,
                             self.target)
         self.result = r
         self.summary = r.summary()
         self.error = r.error
         if not r.ok:
-            fig, ax = plt.subplots(figsize=(8, 2.4))
+            fig = panel_figure((9, 2.4))
+            ax = fig.add_subplot()
             plot_sbuf_budget(ax, r.budget)
             fig.tight_layout()
             show(self.out, fig, r.summary(), error="This block choice does not fit:\n" + r.error)
             return
-        fig = plt.figure(figsize=(9, 5.6))
+        fig = panel_figure((11, 5.8))
         gs = fig.add_gridspec(2, 2, height_ratios=(1.25, 1))
         plot_timeline(r.profile, fig.add_subplot(gs[0, :]), max_dma_rows=3)
         plot_engine_utilisation(fig.add_subplot(gs[1, 0]), r.profile)
