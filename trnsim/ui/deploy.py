@@ -13,7 +13,7 @@ from trnsim.deploy import DATA_CLASSES, DeployError, plan, report, transfer_rout
 from trnsim.deploy.planner import RANK_BY, PlanRequest
 from trnsim.serving import ServingError
 from trnsim.deploy.residency import sensitive_bases
-from trnsim.ui.render import missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
 from trnsim.viz.deploy import plan_bars, region_map
 
 
@@ -52,7 +52,7 @@ class MapPanel:
         ax = fig.add_subplot()
         region_map(ax, self.origin.value, self.extent.value, neuron_in_region=self.neuron_in_region.value,
                    annotate_rtt=self.extent.value == "asia")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
@@ -127,7 +127,7 @@ class PlannerPanel:
         plan_bars(axes[0], self.options, "usd_per_month")
         plan_bars(axes[1], self.options, "kgco2e_per_month")
         axes[1].set_ylabel("")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

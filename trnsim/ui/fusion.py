@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.exercises.kernels_perf import WORKLOADS, FusionResult, compare_fusion
-from trnsim.ui.render import missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_balance, plot_traffic
 from trnsim.viz.timeline import plot_timeline
 
@@ -67,7 +67,7 @@ class FusionPanel:
         for row, (lab, p) in enumerate(zip(r.labels, r.profiles), start=1):
             plot_timeline(p, fig.add_subplot(gs[row, :]), time_range_us=(0, t_max), max_dma_rows=2,
                           title=f"{lab}: {p.latency_us:.0f} us, bottleneck {p.bottleneck}")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from trnsim.catalog import instances
 from trnsim.compare import DTYPES, METRICS, Row, format_rows, metric_rows
-from trnsim.ui.render import dtype_choice, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, dtype_choice, missing_choices, panel_figure, show
 from trnsim.viz.chips import plot_metric_bars
 
 DEFAULT_SELECTION = ("inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge")
@@ -56,7 +56,7 @@ class InstancePanel:
         fig = panel_figure((8.5, 0.45 * len(self.rows) + 1.6))
         ax = fig.add_subplot()
         plot_metric_bars(ax, self.rows, self.metric.value)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.catalog import chip, chips
-from trnsim.ui.render import Choice, missing_choices, panel_figure, show
+from trnsim.ui.render import Choice, cached_tight_layout, missing_choices, panel_figure, show
 from trnsim.viz.chips import plot_chip_dtypes
 
 
@@ -32,7 +32,7 @@ class ChipExplorer:
         fig = panel_figure((7, 3.2))
         ax = fig.add_subplot()
         plot_chip_dtypes(ax, spec)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.exercises.kernels_perf import BlockResult, evaluate_blocks
-from trnsim.ui.render import missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_utilisation, plot_sbuf_budget
 from trnsim.viz.timeline import plot_timeline
 
@@ -60,7 +60,7 @@ class BlockPanel:
             fig = panel_figure((9, 2.4))
             ax = fig.add_subplot()
             plot_sbuf_budget(ax, r.budget)
-            fig.tight_layout()
+            cached_tight_layout(fig, type(self).__name__)
             show(self.out, fig, r.summary(), error="This block choice does not fit:\n" + r.error)
             return
         fig = panel_figure((11, 5.8))
@@ -68,7 +68,7 @@ class BlockPanel:
         plot_timeline(r.profile, fig.add_subplot(gs[0, :]), max_dma_rows=3)
         plot_engine_utilisation(fig.add_subplot(gs[1, 0]), r.profile)
         plot_sbuf_budget(fig.add_subplot(gs[1, 1]), r.budget)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

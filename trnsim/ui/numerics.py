@@ -17,7 +17,7 @@ import numpy as np
 
 from trnsim.numerics import (FORMATS, Decoded, SumResult, accumulate, decode, float_format, neighbours,
                              stochastic_up_probability, ulp)
-from trnsim.ui.render import Choice, missing_choices, panel_figure, resolve_dtype, show
+from trnsim.ui.render import Choice, cached_tight_layout, missing_choices, panel_figure, resolve_dtype, show
 from trnsim.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
@@ -83,7 +83,7 @@ class BitsPanel:
             axs[1].axis("off")
         else:
             plot_number_line(axs[1], x, f, stochastic_up_probability(x, f))
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
@@ -159,7 +159,7 @@ class AccumulationPanel:
         plot_accumulation(ax, list(self.results.items()))
         ax.set_title(f"start {float(self.start.value):g}, add about {float(self.increment.value):.3g} "
                      f"x {int(self.steps.value):,}", fontsize=10)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

@@ -33,6 +33,31 @@ def panel_figure(figsize: tuple[float, float]) -> Figure:
     return Figure(figsize=figsize, dpi=PANEL_DPI)
 
 
+_LAYOUTS: dict[Any, list[dict[str, float]]] = {}
+_PARAMS = ("left", "right", "bottom", "top", "wspace", "hspace")
+
+
+def cached_tight_layout(fig: Figure, key: Any) -> None:
+    """``fig.tight_layout()`` the first time a figure of this ``key`` is drawn, then the same
+    subplot parameters again: ``tight_layout`` draws the whole figure once more, about a third of a
+    panel's redraw (tests/bench_panels.py). ``key`` should include what changes the layout
+    (panel, figure size, number of axes)."""
+    gridspecs: list[Any] = []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        gs = spec.get_gridspec() if spec is not None else None
+        if gs is not None and gs not in gridspecs:
+            gridspecs.append(gs)
+    full_key = (key, tuple(round(v, 2) for v in fig.get_size_inches()), len(fig.axes), len(gridspecs))
+    saved = _LAYOUTS.get(full_key)
+    if saved is not None and len(saved) == len(gridspecs):
+        for gs, params in zip(gridspecs, saved):
+            gs.update(**params)
+        return
+    fig.tight_layout()
+    _LAYOUTS[full_key] = [{k: getattr(gs.get_subplot_params(fig), k) for k in _PARAMS} for gs in gridspecs]
+
+
 def figure_png(fig: Figure) -> bytes:
     """Render ``fig`` to PNG bytes at :data:`PANEL_DPI` and close it (so it is not also shown inline).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from trnsim.ui.render import missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
 from trnsim.tiling import Coverage, TilingChoice, format_coverage, simulate_coverage
 from trnsim.viz.tiling import plot_coverage
 
@@ -79,7 +79,7 @@ class TilingPanel:
         fig = panel_figure((9.5, 3.8))
         ax = fig.add_subplot()
         plot_coverage(ax, self.result)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         text = self.summary.split("\n")[0] if self.error else self.summary
         show(self.out, fig, text, error=self.error)
 
