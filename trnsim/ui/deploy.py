@@ -13,7 +13,7 @@ from trnsim.deploy import DATA_CLASSES, DeployError, plan, report, transfer_rout
 from trnsim.deploy.planner import RANK_BY, PlanRequest
 from trnsim.serving import ServingError
 from trnsim.deploy.residency import sensitive_bases
-from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.deploy import plan_bars, region_map
 
 
@@ -56,7 +56,7 @@ class MapPanel:
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.origin, self.extent]), self.neuron_in_region, self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.origin, self.extent]), self.neuron_in_region, self.out]))
 
 
 class PlannerPanel:
@@ -122,7 +122,7 @@ class PlannerPanel:
         self.summary = report(self.options) + "\n\nTop option, residency:\n" + top.residency.explain()
         if not self.draw:
             return
-        fig = panel_figure((12, 3.6))
+        fig = panel_figure((11.5, 3.6))
         axes = fig.subplots(1, 2, sharey=True)
         plan_bars(axes[0], self.options, "usd_per_month")
         plan_bars(axes[1], self.options, "kgco2e_per_month")
@@ -133,4 +133,4 @@ class PlannerPanel:
     def show(self) -> widgets.Widget:
         left = widgets.VBox([self.users, self.data_class, self.model, self.rate, self.slo])
         right = widgets.VBox([self.personal_share, self.route, self.sensitive_basis, self.rank_by, self.neuron_in_region])
-        return widgets.VBox([widgets.HBox([left, right]), self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([left, right]), self.out]))

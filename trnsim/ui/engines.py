@@ -17,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from trnsim.catalog import target as get_target
-from trnsim.ui.render import Choice, missing_choices, panel_figure, show
+from trnsim.ui.render import Choice, fit_labels, missing_choices, panel_figure, show
 
 SCALE = 2.0
 BIAS = 0.5
@@ -368,7 +368,7 @@ class EnginePanel:
 
     def show(self) -> widgets.Widget:
         rows = [widgets.HBox([k, e]) for k, e in zip(self.kind, self.engine)]
-        return widgets.VBox([self.preset, *rows, widgets.HBox([self.free, self.tiles, self.target]), self.out])
+        return fit_labels(widgets.VBox([self.preset, *rows, widgets.HBox([self.free, self.tiles, self.target]), self.out]))
 
 
 __all__ = ["STEP_KINDS", "PRESETS", "ENGINES", "StepKind", "SequenceError", "SequenceResult", "validate_steps",

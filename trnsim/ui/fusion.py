@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.exercises.kernels_perf import WORKLOADS, FusionResult, compare_fusion
-from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_balance, plot_traffic
 from trnsim.viz.timeline import plot_timeline
 
@@ -71,7 +71,7 @@ class FusionPanel:
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.workload, self.cols]), self.length, self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.workload, self.cols]), self.length, self.out]))
 
 
 __all__ = ["FusionPanel", "LENGTHS", "COLS"]

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from trnsim.catalog import instances
 from trnsim.compare import DTYPES, METRICS, Row, format_rows, metric_rows
-from trnsim.ui.render import cached_tight_layout, dtype_choice, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, dtype_choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.chips import plot_metric_bars
 
 DEFAULT_SELECTION = ("inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge")
@@ -60,5 +60,6 @@ class InstancePanel:
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        controls = widgets.VBox([self.metric, self.dtype, self.instances])
-        return widgets.HBox([controls, self.out])
+        controls = widgets.HBox([self.instances, widgets.VBox([self.metric, self.dtype])],
+                                layout=widgets.Layout(flex_flow="row wrap"))
+        return fit_labels(widgets.VBox([controls, self.out]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.catalog import chip, chips
-from trnsim.ui.render import Choice, cached_tight_layout, missing_choices, panel_figure, show
+from trnsim.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.chips import plot_chip_dtypes
 
 
@@ -36,4 +36,4 @@ class ChipExplorer:
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([self.chip, self.out])
+        return fit_labels(widgets.VBox([self.chip, self.out]))

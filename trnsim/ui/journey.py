@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.exercises.kernels_perf import BlockResult, evaluate_blocks
-from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_utilisation, plot_sbuf_budget
 from trnsim.viz.timeline import plot_timeline
 
@@ -103,7 +103,7 @@ class BlockPanel:
 
     def show(self) -> widgets.Widget:
         controls = widgets.HBox([widgets.VBox([self.size, self.block_m]), widgets.VBox([self.block_n, self.block_k])])
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))
 
 
 __all__ = ["BlockPanel", "BLOCK_CHOICES", "SIZES", "block_choices"]

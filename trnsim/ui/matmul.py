@@ -14,7 +14,7 @@ import numpy as np
 
 from trnsim.matmul_math import MATMUL_DTYPES, MatmulEstimate, estimate
 from trnsim.systolic import SystolicRun, example_operands, simulate_systolic
-from trnsim.ui.render import Choice, dtype_choice, missing_choices, panel_figure, show
+from trnsim.ui.render import Choice, dtype_choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.roofline import plot_roofline
 from trnsim.viz.systolic import plot_systolic_state, plot_time_budget, systolic_figsize
 
@@ -92,7 +92,7 @@ class RooflinePanel:
             show(self.out, error=f"Cannot estimate: {exc}")
             return
         est = self.result
-        fig = panel_figure((12.5, 4.2))
+        fig = panel_figure((11.5, 4.2))
         ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.35, 1]})
         plot_roofline([est], ax1, target=est.target, dtype=est.dtype,
                       labels=[f"{est.m}x{est.k} @ {est.k}x{est.n}"])
@@ -104,7 +104,7 @@ class RooflinePanel:
     def show(self) -> widgets.Widget:
         controls = widgets.HBox([self.m, self.n, self.k, self.dtype, self.target],
                                 layout=widgets.Layout(flex_flow="row wrap"))
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))
 
 
 class SystolicPanel:
@@ -176,7 +176,7 @@ class SystolicPanel:
 
     def show(self) -> widgets.Widget:
         shape = widgets.HBox([self.k, self.m, self.n])
-        return widgets.VBox([shape, widgets.HBox([self.play, self.cycle]), self.out])
+        return fit_labels(widgets.VBox([shape, widgets.HBox([self.play, self.cycle]), self.out]))
 
 
 __all__ = ["RooflinePanel", "SystolicPanel", "TARGETS"]

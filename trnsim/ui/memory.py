@@ -17,7 +17,7 @@ from trnsim.catalog import target as get_target
 from trnsim.matmul_math import MATMUL_DTYPES, DmaCost, TilePlan, dma_load_cost, itemsize, plan_tiles
 from trnsim.perf.roofline import roofline
 from trnsim.ui.matmul import target_choice
-from trnsim.ui.render import dtype_choice, missing_choices, panel_figure, show
+from trnsim.ui.render import dtype_choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.hierarchy import plot_dma_curve, plot_psum_map, plot_sbuf_map
 
 TARGETS = ("trn1", "inf2", "trn2", "trn3")
@@ -100,7 +100,7 @@ class MemoryPanel:
             show(self.out, error=f"Cannot place this tiling: {exc}")
             return
         self.result, self.summary = plan, plan.summary()
-        fig = panel_figure((12.5, 6.4))
+        fig = panel_figure((11.5, 6.4))
         gs = fig.add_gridspec(2, 2, width_ratios=[2.2, 1], height_ratios=[1, 1.15], hspace=0.55, wspace=0.25,
                               left=0.07, right=0.98, top=0.9, bottom=0.08)
         plot_sbuf_map(fig.add_subplot(gs[0, 0]), plan)
@@ -113,7 +113,7 @@ class MemoryPanel:
 
     def show(self) -> widgets.Widget:
         controls = widgets.HBox(list(self.controls), layout=widgets.Layout(flex_flow="row wrap"))
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))
 
 
 __all__ = ["MemoryPanel", "dma_curve", "dma_thresholds", "TARGETS"]

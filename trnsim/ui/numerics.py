@@ -17,7 +17,7 @@ import numpy as np
 
 from trnsim.numerics import (FORMATS, Decoded, SumResult, accumulate, decode, float_format, neighbours,
                              stochastic_up_probability, ulp)
-from trnsim.ui.render import Choice, cached_tight_layout, missing_choices, panel_figure, resolve_dtype, show
+from trnsim.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, resolve_dtype, show
 from trnsim.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
@@ -87,7 +87,7 @@ class BitsPanel:
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.fmt, self.value]), self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.fmt, self.value]), self.out]))
 
 
 def run_sums(steps: int, increment: float, start: float, acc: str, seed: int = 0,
@@ -164,4 +164,4 @@ class AccumulationPanel:
 
     def show(self) -> widgets.Widget:
         controls = widgets.VBox([self.acc, self.start, self.increment, self.steps])
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))

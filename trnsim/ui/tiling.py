@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from trnsim.ui.render import cached_tight_layout, missing_choices, panel_figure, show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.tiling import Coverage, TilingChoice, format_coverage, simulate_coverage
 from trnsim.viz.tiling import plot_coverage
 
@@ -86,4 +86,4 @@ class TilingPanel:
     def show(self) -> widgets.Widget:
         controls = widgets.VBox([self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f,
                                  self.masked, self.fit])
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))
