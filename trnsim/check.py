@@ -76,7 +76,7 @@ def expect_close(
     if g.ndim == 0 and float(w) > 0 and not float(g) > 0:
         # zero, negative or NaN: a ratio would read "off by 1e+09" or "1/-48 of it"; say what is wrong instead
         what = "zero" if float(g) == 0 else ("negative" if float(g) < 0 else "not a number")
-        msg = f"you have {_fmt(g, unit)}, which is {what}; this quantity is a positive amount"
+        msg = f"you have {_fmt(g, unit)}, which is {what}, but this quantity must be positive"
         return CheckResult(False, title, msg, ((hint,) if hint else ()) + (
             "fill in the calculation that gives it (a zero or a sign error usually means a missing term)",))
     if g.ndim == 0:
