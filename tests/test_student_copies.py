@@ -71,7 +71,8 @@ def test_make_student_notebook_only_touches_solution_cells():
         nbformat.v4.new_code_cell("x = 1\nprint(x)", outputs=[nbformat.v4.new_output("stream", text="1\n")],
                                   execution_count=1),
         nbformat.v4.new_code_cell("ans = 2 * 21  # your answer\nprint(check_thing(ans))",
-                                  metadata={"tags": [SOLUTION_TAG, "nbval-ignore-output"]},
+                                  metadata={"tags": [SOLUTION_TAG, "nbval-ignore-output"],
+                                            "jupyter": {"source_hidden": True}},
                                   outputs=[nbformat.v4.new_output("stream", text="ok 42\n")], execution_count=2),
         nbformat.v4.new_markdown_cell("<details>Answer: 42</details>", metadata={"tags": [SOLUTION_TAG]}),
     ]
@@ -81,6 +82,7 @@ def test_make_student_notebook_only_touches_solution_cells():
     assert student.cells[2].outputs == [] and student.cells[2].execution_count is None
     assert "21" not in student.cells[2].source and student.cells[3].source == MARKDOWN_STUB
     assert student.cells[2].metadata["tags"] == ["nbval-ignore-output", "exercise"]
+    assert "jupyter" not in student.cells[2].metadata          # the collapsed solution's stub is visible
     assert nb.cells[2].outputs and "21" in nb.cells[2].source  # the original is not modified
 
 

@@ -210,6 +210,13 @@ def make_student_notebook(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookN
             stubbed.append(StubbedCell(index, cell.cell_type))
         tags = [t for t in cell.metadata.get("tags", []) if t != SOLUTION_TAG] + ["exercise"]
         cell.metadata["tags"] = tags
+        # the course collapses its solution cells (jupyter.source_hidden); a learner's stub must be visible
+        jupyter_md = cell.metadata.get("jupyter")
+        if isinstance(jupyter_md, dict):
+            jupyter_md.pop("source_hidden", None)
+            jupyter_md.pop("outputs_hidden", None)
+            if not jupyter_md:
+                cell.metadata.pop("jupyter")
     return out, tuple(stubbed)
 
 
