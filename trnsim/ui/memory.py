@@ -102,7 +102,7 @@ class MemoryPanel:
         self.result, self.summary = plan, plan.summary()
         fig = panel_figure((11.5, 6.4))
         gs = fig.add_gridspec(2, 2, width_ratios=[2.2, 1], height_ratios=[1, 1.15], hspace=0.55, wspace=0.25,
-                              left=0.07, right=0.98, top=0.9, bottom=0.08)
+                              left=0.07, right=0.98, top=0.87, bottom=0.08)
         plot_sbuf_map(fig.add_subplot(gs[0, 0]), plan)
         plot_psum_map(fig.add_subplot(gs[0, 1]), plan)
         ax_dma = fig.add_subplot(gs[1, :])
