@@ -1,5 +1,6 @@
 """The shared checker helpers: pass/fail, specific hints, and stubs that are not answered yet."""
 import numpy as np
+import pytest
 
 from trnsim.check import combine, expect_close, expect_equal, not_answered
 
@@ -21,10 +22,20 @@ def test_close_arrays_report_first_mismatch():
 
 def test_stubs_are_not_answered_yet():
     for stub in (None, ...):
-        r = expect_close("x", stub, 1.0, hint="think about bytes")
-        assert not r and "not answered yet" in str(r) and "think about bytes" in str(r)
-        assert "not answered yet" in str(expect_equal("y", stub, "a"))
+        r = expect_close("x", stub, 1.0, hint="compare 1.0 with 2.0")
+        # a blank answer gets no hint derived from the answer (it would give the answer away)
+        assert not r and "not answered yet" in str(r) and "compare 1.0" not in str(r)
+        r = expect_equal("y", stub, "memory", hint="intensity 15.9 is below the ridge 217")
+        assert "not answered yet" in str(r) and "15.9" not in str(r) and "memory" not in str(r)
     assert not not_answered("z")
+
+
+@pytest.mark.parametrize("got, what", [(0, "zero"), (-1, "negative"), (float("nan"), "not a number")])
+def test_zero_negative_answers_say_what_is_wrong(got, what):
+    r = expect_close("HBM traffic", got, 48.0, unit="MiB", hint="lhsT once, rhs per block")
+    text = str(r)
+    assert not r and what in text and "positive" in text
+    assert "1e+09" not in text and "1/-" not in text and "factor" not in text
 
 
 def test_non_numbers_and_combine():

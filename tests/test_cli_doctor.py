@@ -48,6 +48,19 @@ def test_missing_widgets_extension_is_reported(monkeypatch, tmp_path):
     assert ext.ok and "5.0.16" in ext.detail
 
 
+def test_widgets_extension_is_not_ok_without_jupyterlab(monkeypatch, tmp_path):
+    """The labextension's files (installed with jupyterlab_widgets) are no front-end by themselves."""
+    import jupyter_core.paths
+
+    monkeypatch.setattr(jupyter_core.paths, "jupyter_path", lambda *parts: [str(tmp_path)])
+    (tmp_path / doctor.WIDGETS_LABEXTENSION).mkdir(parents=True)
+    (tmp_path / doctor.WIDGETS_LABEXTENSION / "package.json").write_text('{"version": "5.0.16"}')
+    real = doctor._version
+    monkeypatch.setattr(doctor, "_version", lambda dist: None if dist == "jupyterlab" else real(dist))
+    ext = [i for i in doctor.check_kernel_and_extension() if "extension" in i.what][0]
+    assert not ext.ok and "JupyterLab is not installed" in ext.detail and "pip install 'jupyterlab" in ext.fix
+
+
 def test_version_drift_against_pins(tmp_path):
     import numpy
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from trnsim.lite import (GUARD_TAG, LiteBuildError, guard_source, has_guard, lite_copy, runtime_packages)
+from trnsim.lite import (GUARD_TAG, INSTALL_TIMEOUT_S, LiteBuildError, guard_source, has_guard, lite_copy,
+                         runtime_packages, write_joined)
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 HAVE_LITE = all(importlib.util.find_spec(m) for m in ("jupyterlite_core", "jupyterlite_pyodide_kernel"))
@@ -30,12 +31,40 @@ def test_lite_copy_inserts_the_guard_once_before_the_first_code_cell():
     nb.cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("import trnsim")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     out = lite_copy(nb, ["trnsim==0.1.0"])
-    assert [c.cell_type for c in out.cells] == ["markdown", "code", "code"]
-    assert GUARD_TAG in out.cells[1].metadata["tags"] and 'await piplite.install(["trnsim==0.1.0"])' in out.cells[1].source
+    assert [c.cell_type for c in out.cells] == ["markdown", "markdown", "code", "code"]
+    note, guard = out.cells[1], out.cells[2]
+    assert GUARD_TAG in note.metadata["tags"] and "Connecting" in note.source and "Pyodide" in note.source
+    assert GUARD_TAG in guard.metadata["tags"] and 'piplite.install(["trnsim==0.1.0"])' in guard.source
     assert out.metadata["kernelspec"]["name"] == "python"
     nbformat.validate(out)
-    assert len(lite_copy(out, ["trnsim==0.1.0"]).cells) == 3      # idempotent
+    assert len(lite_copy(out, ["trnsim==0.1.0"]).cells) == 4      # idempotent
     assert not has_guard(nb) and nb.metadata["kernelspec"]["name"] == "python3"  # original untouched
+
+
+def test_guard_gives_up_with_a_message_after_a_timeout():
+    """Under Pyodide the install is wrapped in asyncio.wait_for; on timeout it prints what could not be
+    fetched (the CDN and PyPI hosts) and how to serve them locally, instead of hanging."""
+    src = guard_source(["trnsim==0.1.0"], timeout_s=5)
+    assert "asyncio.wait_for(piplite.install" in src and "timeout=5" in src
+    assert "except asyncio.TimeoutError" in src and "cdn.jsdelivr.net" in src and "--pyodide" in src
+    assert f"timeout={INSTALL_TIMEOUT_S}" in guard_source(["trnsim==0.1.0"])
+    compile(src.replace("await ", ""), "guard", "exec")          # valid Python apart from top-level await
+
+
+def test_lite_copies_store_multiline_outputs_as_one_string(tmp_path):
+    """nbformat.write splits multi-line outputs into lists of lines, which the site showed joined with
+    commas; the site's copies keep one string per field."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(1); print(2)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="line one\nline two\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "a\nb"}, execution_count=1)]
+    nb.cells = [cell]
+    path = tmp_path / "x.ipynb"
+    write_joined(lite_copy(nb, ["trnsim==0.1.0"]), path)
+    raw = json.loads(path.read_text())
+    outs = [c for c in raw["cells"] if c["cell_type"] == "code"][-1]["outputs"]
+    assert outs[0]["text"] == "line one\nline two\n" and outs[1]["data"]["text/plain"] == "a\nb"
+    assert nbformat.read(path, as_version=4).cells[-1].outputs[0].text == "line one\nline two\n"
 
 
 def test_runtime_packages_pin_the_widgets_pair_of_this_environment():
@@ -64,7 +93,7 @@ def test_build_site_holds_every_notebook_and_the_wheel(tmp_path, capsys):
     for name in course:
         nb = nbformat.read(out / "files" / name, as_version=4)
         original = nbformat.read(snapshot / name, as_version=4)
-        assert has_guard(nb) and len(nb.cells) == len(original.cells) + 1
+        assert has_guard(nb) and len(nb.cells) == len(original.cells) + 2
         assert [c.source for c in nb.cells if GUARD_TAG not in c.metadata.get("tags", [])] == \
                [c.source for c in original.cells]
     wheels = list((out / "pypi").glob("trnsim-*-py3-none-any.whl"))

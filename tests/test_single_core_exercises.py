@@ -22,6 +22,8 @@ def test_matmul_counts():
 
 
 def test_bound_and_tiles_and_systolic():
+    blank = str(ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", None))
+    assert "not answered" in blank and "ridge" not in blank and "FLOP/B" not in blank   # no answer in the hint
     assert ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", "memory-bound")
     assert ex.check_bound(4096, 4096, 4096, "bfloat16", "trn1", "Compute")
     wrong = ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", "compute")
@@ -64,9 +66,13 @@ def test_engine_checkers():
     assert not r and "128 partitions" in str(r)
     small = ex.check_instruction_ns("activation", "scalar", 16, 16 / 1.4)
     assert not small and "MIN_II = 64" in str(small)
-    assert ex.check_fusion_speedup(512, 3.0)
+    assert ex.check_fusion_speedup(512, 2.0)                      # fair: two-op tensor_scalar + exp vs one
+    assert not ex.check_fusion_speedup(512, 3.0)
+    assert ex.check_fusion_speedup(512, 3.0, baseline="three")    # naive: three single-op instructions
     r = ex.check_fusion_speedup(512, 1.0)
     assert not r and "max(MIN_II, N)" in str(r)
+    with pytest.raises(ValueError, match="baseline='four'"):
+        ex.check_fusion_speedup(512, 2.0, baseline="four")
 
 
 @pytest.mark.parametrize("answer", [None, ...])

@@ -113,3 +113,21 @@ def test_bench_evaluate_blocks_uncached(benchmark):
 
     r = benchmark(run)
     assert r.ok
+
+
+def test_block_panel_offers_only_blocks_that_fit():
+    """A block larger than the matrix would run a smaller block than the one reported: never offered."""
+    import pytest
+    from traitlets import TraitError
+
+    from trnsim.ui.journey import BlockPanel, block_choices
+
+    assert block_choices(2048) == {"m": (1, 2, 4, 8, 16), "n": (1, 2, 4), "k": (1, 2, 4, 8, 16)}
+    panel = BlockPanel(size=2048, block_m=16, block_n=4, block_k=16)
+    with pytest.raises(TraitError):
+        panel.block_m.value = 32
+    panel.size.value = 1024                       # the blocks shrink to what fits, and the summary says so
+    assert (panel.block_m.value, panel.block_n.value, panel.block_k.value) == (8, 2, 8)
+    assert "blocks M 8 x N 2 x K 8" in panel.summary
+    with pytest.raises(ValueError, match="block_m=32 does not fit a 2048"):
+        BlockPanel(size=2048, block_m=32)

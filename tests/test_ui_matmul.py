@@ -43,17 +43,36 @@ def test_tile_mapping_counts_and_ragged_edges():
     assert (t.m_tiles, t.k_tiles, t.n_tiles) == (32, 32, 8)
     assert t.instructions == 8192 and t.pe_utilisation == pytest.approx(1.0)
     r = tile_mapping(200, 600, 300, "bfloat16", "trn1")
-    assert (r.m_tiles, r.k_tiles, r.n_tiles) == (2, 3, 2)
-    # cycles: M tiles 128 and 72, N tiles 512 and 88 -> max(min(64, m), n) each, times 3 K tiles
-    want = 3 * (max(64, 512) + max(64, 88) + max(64, 512) + max(64, 88))
-    assert r.tensor_cycles == pytest.approx(want)
-    assert r.pe_utilisation < 0.7
+    # A stationary: M tiles 128 and 72, N tiles 512 and 88 -> max(min(64, m), n) each, times 3 K tiles
+    a_cycles = 3 * (max(64, 512) + max(64, 88) + max(64, 512) + max(64, 88))
+    # B stationary (C.T = B.T @ A.T): N tiles 4 x 128 and 88 stay, the 200 rows of A move
+    b_cycles = 3 * (4 * max(64, 200) + max(64, 200))
+    assert b_cycles < a_cycles
+    assert r.stationary == "B" and r.moving == "A"
+    assert (r.m_tiles, r.k_tiles, r.n_tiles) == (1, 3, 5)
+    assert r.tensor_cycles == pytest.approx(b_cycles) and r.other_cycles == pytest.approx(a_cycles)
+    assert r.stationary_tile == (128, 128) and r.moving_tile == (128, 200)
+    assert r.pe_utilisation < 0.75
     small_n = tile_mapping(128, 16, 128)
     assert small_n.tensor_cycles == 64          # N < 64 still costs MM_INIT_LATENCY cycles
     assert tile_mapping(128, 512, 128, "float32").tensor_cycles == 4 * 512
     # NC-v4 accepts moving tiles up to the catalog's gemm_moving_fmax
     assert tile_mapping(128, 4096, 128, "bfloat16", "trn3").n_tiles == math.ceil(
         4096 / trnsim.target("trn3").core.tile.gemm_moving_fmax)
+
+
+def test_short_operand_moves_decode_needs_half_the_cycles():
+    """Decode at M=64: weights stationary (fill the array), the 64 tokens move: half the cycles of the
+    activations-stationary mapping, where each instruction streams 512 weight columns past 64 PEs."""
+    t = tile_mapping(64, 4096, 4096, "bfloat16", "trn2")
+    assert t.stationary == "B" and t.moving_tile == (128, 64)
+    assert t.tensor_cycles == pytest.approx(t.other_cycles / 2)
+    assert t.pe_utilisation == pytest.approx(1.0)
+    # a long M and a short N: A stays (the usual prefill layout), N = 64 moves
+    assert tile_mapping(4096, 64, 4096).stationary == "A"
+    # square: a tie keeps A stationary
+    assert tile_mapping(512, 512, 512).stationary == "A"
+    assert "B stationary [128x128], A moving [128x64]" in estimate(64, 4096, 4096, "bfloat16", "trn2").summary()
 
 
 def test_bad_inputs_are_clear():
@@ -125,10 +144,13 @@ def test_tile_mapping_figure_highlights_edge_tile():
 
     t = tile_mapping(200, 600, 300)
     fig, ax = plt.subplots()
-    plot_tile_mapping(ax, t, highlight=(1, 2, 1))
-    assert "stationary [44 x 72]" in ax.get_title() and "[72 x 88]" in ax.get_title()
-    with pytest.raises(ValueError, match="outside the 2 x 3 x 2 tile grid"):
-        plot_tile_mapping(ax, t, highlight=(2, 0, 0))
+    plot_tile_mapping(ax, t, highlight=(0, 2, 4))
+    assert "B tile as stationary [44 x 88]" in ax.get_title() and "C.T tile [88 x 200]" in ax.get_title()
+    with pytest.raises(ValueError, match="outside the 1 x 3 x 5 tile grid"):
+        plot_tile_mapping(ax, t, highlight=(1, 0, 0))
+    fig_a, ax_a = plt.subplots()
+    plot_tile_mapping(ax_a, tile_mapping(512, 1024, 384), highlight=(3, 2, 1))
+    assert "A tile as stationary [128 x 128]" in ax_a.get_title()
     fig2, ax2 = plt.subplots()
     e = estimate(1, 4096, 4096)
     plot_time_budget(ax2, e)

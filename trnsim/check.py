@@ -91,7 +91,7 @@ def expect_close(
     ``{2: "a multiply-add is two FLOPs"}`` or ``{8: "bits versus bytes"}``.
     """
     if _unanswered(got):
-        return not_answered(title, hint)
+        return not_answered(title)
     try:
         g = np.asarray(got, dtype=np.float64)
         w = np.asarray(want, dtype=np.float64)
@@ -104,6 +104,12 @@ def expect_close(
     if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=False):
         shown = _fmt(w, unit)
         return CheckResult(True, title, f"{shown} is right")
+    if g.ndim == 0 and float(w) > 0 and not float(g) > 0:
+        # zero, negative or NaN: a ratio would read "off by 1e+09" or "1/-48 of it"; say what is wrong instead
+        what = "zero" if float(g) == 0 else ("negative" if float(g) < 0 else "not a number")
+        msg = f"you have {_fmt(g, unit)}, which is {what}, but this quantity must be positive"
+        return CheckResult(False, title, msg, ((hint,) if hint else ()) + (
+            "fill in the calculation that gives it (a zero or a sign error usually means a missing term)",))
     if g.ndim == 0:
         ratio = float(g) / float(w) if float(w) != 0 else float("inf")
         msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({_ratio(ratio)})"
@@ -111,7 +117,7 @@ def expect_close(
         known = {1e3: "check your units (kilo, mega, giga; ms versus us)", 1e6: "check your units",
                  1e9: "check your units", **dict(factor_hints or {})}
         for factor, why in known.items():
-            if np.isclose(ratio, factor, rtol=0.05) or np.isclose(ratio, 1 / factor, rtol=0.05):
+            if np.isclose(ratio, factor, rtol=0.05, atol=0) or np.isclose(ratio, 1 / factor, rtol=0.05, atol=0):
                 hints.append(f"off by a factor of {factor:,g}: {why}")
                 break
     else:
@@ -126,16 +132,23 @@ def expect_close(
 
 
 def expect_equal(title: str, got: Any, want: Any, *, hint: str = "") -> CheckResult:
-    """Pass when ``got == want`` (exact, for labels, counts and choices)."""
+    """Pass when ``got == want`` (exact, for labels, counts and choices).
+
+    A blank answer (``None`` / ``...``) gets only the "fill it in" hint: the exercise's own hint is
+    computed from the answer (the ridge point, the leftover rows) and would give it away.
+    """
     if _unanswered(got):
-        return not_answered(title, hint)
+        return not_answered(title)
     if got == want:
         return CheckResult(True, title, f"{want!r} is right")
     return CheckResult(False, title, f"you have {got!r}, expected {want!r}", (hint,) if hint else ())
 
 
 def not_answered(title: str, hint: str = "") -> CheckResult:
-    """The result for a stub that has not been filled in yet (``None`` or ``...``)."""
+    """The result for a stub that has not been filled in yet (``None`` or ``...``).
+
+    ``hint`` must be a method, never a value derived from the answer.
+    """
     hints = ("replace the ... (or None) with your answer and run the cell again",) + ((hint,) if hint else ())
     return CheckResult(False, title, "not answered yet", hints)
 

@@ -24,10 +24,50 @@ class Metric:
     compute: Callable[[InstanceSpec, str], float | None]
 
 
-def _per_dollar(value: float | None, inst: InstanceSpec) -> float | None:
-    if value is None or inst.on_demand_usd_per_hour is None:
+FALLBACK_PRICE_REGION = "us-east-1"
+"""Region whose regions.json price is used when AWS's Neuron pages publish none (trn1n.32xlarge)."""
+
+
+@dataclass(frozen=True)
+class PriceQuote:
+    """An On-Demand price with where and when it applies, and its source key."""
+
+    usd_per_hour: float
+    region: str                    # an AWS region code, or "region not named" when the source names none
+    as_of: str
+    source: str
+
+    def label(self) -> str:
+        return f"{self.region}, as of {self.as_of}, source {self.source}"
+
+
+def price_quote(inst: InstanceSpec) -> PriceQuote | None:
+    """The catalog's On-Demand price (AWS Neuron benchmark pages), else the regions.json price for
+    :data:`FALLBACK_PRICE_REGION` (third-party price lists, e.g. trn1n.32xlarge), else None."""
+    if inst.on_demand_usd_per_hour is not None:
+        src = inst.sources.get("on_demand_usd_per_hour")
+        return PriceQuote(float(inst.on_demand_usd_per_hour), inst.price_region or "region not named",
+                          str(inst.price_as_of), getattr(src, "key", "catalog"))
+    from trnsim.datafiles import load_json
+
+    doc = load_json("regions.json")
+    rec = doc["prices_usd_per_hour"].get(FALLBACK_PRICE_REGION, {}).get(inst.name)
+    if not rec or not isinstance(rec.get("value"), (int, float)):
         return None
-    return value / inst.on_demand_usd_per_hour
+    key = rec["source"]
+    return PriceQuote(float(rec["value"]), FALLBACK_PRICE_REGION, str(doc["sources"][key]["as_of"]), key)
+
+
+def _price(inst: InstanceSpec) -> float | None:
+    q = price_quote(inst)
+    return None if q is None else q.usd_per_hour
+
+
+def _per_dollar(value: float | None, inst: InstanceSpec) -> float | None:
+    usd = _price(inst)
+    if value is None or usd is None:
+        return None
+    return value / usd
 
 
 METRICS: dict[str, Metric] = {
@@ -37,7 +77,7 @@ METRICS: dict[str, Metric] = {
         Metric("device_memory_gib", "Device memory", "GiB", False, True, lambda i, d: i.device_memory_gib),
         Metric("memory_bw", "Device memory bandwidth", "GB/s", False, True, lambda i, d: i.device_memory_gbytes_per_s),
         Metric("neuroncores", "NeuronCores", "cores", False, True, lambda i, d: float(i.neuroncores)),
-        Metric("price", "On-Demand price", "USD/h", True, False, lambda i, d: i.on_demand_usd_per_hour),
+        Metric("price", "On-Demand price", "USD/h", True, False, lambda i, d: _price(i)),
         Metric("tflops_per_usd", "Compute per dollar", "TFLOPS per USD/h", True, True,
                lambda i, d: _per_dollar(i.peak_tflops(d), i)),
         Metric("gib_per_usd", "Memory per dollar", "GiB per USD/h", True, True,
@@ -58,6 +98,7 @@ class Row:
     value: float | None
     reason: str  # empty when value is present
     price_as_of: str | None
+    price_where: str | None = None     # PriceQuote.label(): region, date and source of the price used
 
 
 def metric_rows(names: Sequence[str], metric: str, dtype: str = "bf16") -> list[Row]:
@@ -75,11 +116,12 @@ def metric_rows(names: Sequence[str], metric: str, dtype: str = "bf16") -> list[
         value = m.compute(inst, dtype)
         reason = ""
         if value is None:
-            if m.needs_price and inst.on_demand_usd_per_hour is None:
+            if m.needs_price and price_quote(inst) is None:
                 reason = "no public On-Demand price"
             else:
                 reason = f"{inst.chip_spec.display_name} has no published {dtype.upper()} figure"
-        rows.append(Row(inst.name, value, reason, inst.price_as_of if m.needs_price else None))
+        q = price_quote(inst) if m.needs_price else None
+        rows.append(Row(inst.name, value, reason, q.as_of if q else None, q.label() if q else None))
     return rows
 
 
@@ -101,9 +143,9 @@ def format_rows(rows: Sequence[Row], metric: str) -> str:
     have = sorted((r for r in rows if r.value is not None), key=lambda r: r.value, reverse=m.higher_is_better)
     lacking = [r for r in rows if r.value is None]
     width = max(len(r.instance) for r in rows)
-    lines = [f"{m.label} ({m.unit})" + (", prices as of the date shown" if m.needs_price else "")]
+    lines = [f"{m.label} ({m.unit})" + (", On-Demand prices: region, date and source shown" if m.needs_price else "")]
     for r in have:
-        as_of = f"  [price as of {r.price_as_of}]" if r.price_as_of else ""
+        as_of = f"  [{r.price_where}]" if r.price_where else (f"  [price as of {r.price_as_of}]" if r.price_as_of else "")
         lines.append(f"  {r.instance:<{width}}  {format_value(r.value):>12}{as_of}")
     for r in lacking:
         lines.append(f"  {r.instance:<{width}}  {'n/a':>12}  ({r.reason})")
@@ -176,11 +218,12 @@ def format_instance_table(family: str | None = None) -> str:
         return "-" if x is None else format(x, fmt)
 
     head = (f"{'instance':<22}{'chips':>6}{'cores':>7}{'dev GiB':>9}{'dev GB/s':>10}{'link GB/s/chip':>15}"
-            f"{'network Gbit/s':>16}  {'On-Demand $/h (as of)':<24}")
+            f"{'network Gbit/s':>16}  {'On-Demand $/h (region, as of)':<24}")
     lines = [head, "-" * len(head)]
     for i in instances(family):
         net = "-" if i.efa_gbits_per_s is None else ("up to " if i.efa_up_to else "") + format(i.efa_gbits_per_s, ",.0f")
-        price = "no public price" if i.on_demand_usd_per_hour is None else f"{i.on_demand_usd_per_hour:g} ({i.price_as_of})"
+        q = price_quote(i)
+        price = "no public price" if q is None else f"{q.usd_per_hour:g} ({q.region}, {q.as_of})"
         lines.append(
             f"{i.name:<22}{i.chips:>6}{i.neuroncores:>7}{num(i.device_memory_gib):>9}{num(i.device_memory_gbytes_per_s):>10}"
             f"{num(i.neuronlink_gbytes_per_s_per_chip):>15}{net:>16}  {price:<24}"

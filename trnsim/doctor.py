@@ -86,13 +86,22 @@ def check_kernel_and_extension() -> list[EnvItem]:
     except ImportError:
         paths = [Path(sys.prefix) / "share" / "jupyter" / "labextensions" / WIDGETS_LABEXTENSION]
     found = next((p for p in paths if (p / "package.json").is_file()), None)
+    lab = _version("jupyterlab")
+    if lab is None:
+        # the extension's files alone prove nothing: without JupyterLab there is no front-end to load them
+        where = f"{WIDGETS_LABEXTENSION} files present, but " if found is not None else ""
+        items.append(EnvItem("JupyterLab widgets extension", False, f"{where}JupyterLab is not installed",
+                             "pip install 'jupyterlab>=4.2' 'jupyterlab_widgets>=3,<4' (or open the course on "
+                             "Binder or JupyterLite), then start it with: jupyter lab"))
+        return items
     if found is None:
         items.append(EnvItem("JupyterLab widgets extension", False, f"{WIDGETS_LABEXTENSION} not found",
                              "pip install 'jupyterlab_widgets>=3,<4', then restart JupyterLab "
                              "(without it every panel shows 'Error displaying widget')"))
     else:
         version = json.loads((found / "package.json").read_text(encoding="utf-8")).get("version", "?")
-        items.append(EnvItem("JupyterLab widgets extension", True, f"{WIDGETS_LABEXTENSION} {version}"))
+        items.append(EnvItem("JupyterLab widgets extension", True,
+                             f"{WIDGETS_LABEXTENSION} {version} (JupyterLab {lab})"))
     return items
 
 

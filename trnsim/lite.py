@@ -9,8 +9,11 @@ WebAssembly) and can be served by any static web server. It is built with
    shipped inside the site (``pypi/``), so ``piplite`` installs it locally;
 2. every notebook is copied into the site with one extra first code cell, the
    *lite guard*, that installs trnsim and the matching ipywidgets only when
-   running under Pyodide (``sys.platform == "emscripten"``). The repository's
-   notebooks are not touched, so nbval and CPython runs see no change;
+   running under Pyodide (``sys.platform == "emscripten"``), and gives up with a
+   message naming what could not be downloaded after :data:`INSTALL_TIMEOUT_S`;
+   a markdown note above it says what a kernel stuck on "Connecting" means.
+   Copies are written with one string per multi-line field (:func:`write_joined`).
+   The repository's notebooks are not touched, so nbval and CPython runs see no change;
 3. the copies get the Pyodide kernelspec, and the site's browser storage is named
    after a hash of its contents, so learners who opened an older build of the
    site see the new notebooks instead of their cached copies.
@@ -61,17 +64,44 @@ class LiteSite:
         return f"{base.rstrip('/') + '/' if base else ''}lab/index.html?path={notebook}"
 
 
-def guard_source(packages: list[str]) -> str:
-    """The first code cell of every lite copy: a no-op outside Pyodide."""
+INSTALL_TIMEOUT_S = 180
+"""The guard gives up after this many seconds and says what could not be downloaded."""
+
+OFFLINE_HELP = (
+    "The browser could not download the course's Python packages within {timeout} s. It needs to reach "
+    "cdn.jsdelivr.net (the Pyodide runtime and numpy, matplotlib, ml_dtypes) and pypi.org / "
+    "files.pythonhosted.org (ipywidgets). Check the network, or ask your instructor to serve them from the "
+    "site itself: README, 'JupyterLite', fully offline room (jupyter lite build --pyodide <pyodide tarball>, "
+    "and the ipywidgets wheels in --piplite-wheels). Then reload the page and run this cell again."
+)
+
+
+def guard_source(packages: list[str], timeout_s: int = INSTALL_TIMEOUT_S) -> str:
+    """The first code cell of every lite copy: a no-op outside Pyodide; under Pyodide it installs the
+    packages and, if that takes longer than ``timeout_s``, stops and prints what is missing."""
     listed = ", ".join(f'"{p}"' for p in packages)
+    help_text = OFFLINE_HELP.format(timeout=timeout_s)
     return (
         "# JupyterLite only: install the course's packages inside the browser.\n"
         "# In a normal Jupyter (CPython) this cell does nothing.\n"
         "import sys\n"
         'if sys.platform == "emscripten":\n'
+        "    import asyncio\n"
         "    import piplite\n"
-        f"    await piplite.install([{listed}])"
+        "    try:\n"
+        f"        await asyncio.wait_for(piplite.install([{listed}]), timeout={int(timeout_s)})\n"
+        '        print("trnsim is installed: run the next cells.")\n'
+        "    except asyncio.TimeoutError:\n"
+        f"        print({help_text!r})"
     )
+
+
+GUARD_NOTE = (
+    "**JupyterLite:** run the next cell first; it installs trnsim in your browser (about a minute the first "
+    "time). If the notebook's kernel indicator stays on *Connecting* or *Starting* for more than two minutes, "
+    "the browser could not download the Python runtime (Pyodide) from cdn.jsdelivr.net: check the network, or "
+    "ask your instructor to serve the runtime from the site (README, 'JupyterLite')."
+)
 
 
 def runtime_packages(wheel_version: str) -> list[str]:
@@ -96,13 +126,26 @@ def lite_copy(nb: nbformat.NotebookNode, packages: list[str]) -> nbformat.Notebo
     out = copy.deepcopy(nb)
     if not has_guard(out):
         cell = nbformat.v4.new_code_cell(guard_source(packages), metadata={"tags": [GUARD_TAG]})
+        note = nbformat.v4.new_markdown_cell(GUARD_NOTE, metadata={"tags": [GUARD_TAG]})
         if out.nbformat_minor < 5:  # cell ids exist from nbformat 4.5 on
             cell.pop("id", None)
+            note.pop("id", None)
         first_code = next((i for i, c in enumerate(out.cells) if c.cell_type == "code"), len(out.cells))
-        out.cells.insert(first_code, cell)
+        out.cells[first_code:first_code] = [note, cell]
     out.metadata["kernelspec"] = dict(LITE_KERNELSPEC)
     out.metadata.pop("widgets", None)
     return out
+
+
+def write_joined(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write ``nb`` with every multi-line text as ONE string.
+
+    ``nbformat.write`` stores multi-line sources and outputs as lists of lines, which the notebook
+    format allows; the site's viewer showed such stored outputs joined with commas (every line after
+    the first started with ","). One string per field reads the same everywhere.
+    """
+    nbformat.validate(nb)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def repo_root() -> Path | None:
@@ -170,7 +213,7 @@ def build_site(output_dir: str | Path, notebooks_dir: str | Path, wheel: str | P
         digest = hashlib.sha256(wheel_path.read_bytes())
         for src in sources:
             nb = lite_copy(nbformat.read(src, as_version=4), packages)
-            nbformat.write(nb, contents / src.name)
+            write_joined(nb, contents / src.name)
             digest.update((contents / src.name).read_bytes())
         for extra in ("LICENSE.md",):
             if (notebooks_dir / extra).is_file():
@@ -221,6 +264,10 @@ def check_site(site: LiteSite) -> list[str]:
         nb = nbformat.read(path, as_version=4)
         if not has_guard(nb):
             problems.append(f"notebook {name} has no JupyterLite install cell")
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if any(isinstance(v, list) for c in raw["cells"] for o in c.get("outputs", [])
+               for v in ([o.get("text")] + list(o.get("data", {}).values()))):
+            problems.append(f"notebook {name} stores outputs as lists of lines (shown comma-joined in the site)")
     if not (root / "pypi" / site.wheel).is_file():
         problems.append(f"wheel {site.wheel} missing from pypi/")
     try:

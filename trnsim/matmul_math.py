@@ -7,15 +7,18 @@ Notebooks 01 and 03. Matmul C[M, N] = A[M, K] @ B[K, N]:
   is :func:`trnsim.perf.roofline.matmul_intensity` (NKI matmul tutorial formula, nki.md s.4.3).
 * Roofline time: ``max(FLOPs / Tensor Engine peak, bytes / DMA ceiling)`` with the peak and the
   ceiling from :func:`trnsim.perf.roofline.roofline` (the catalog and the DMA model).
-* Tile mapping: ``nc_matmul`` takes a stationary tile [K <= 128, M <= 128] and a moving tile
-  [K <= 128, N <= 512] (catalog ``TileLimits``: pmax, gemm_stationary_fmax, gemm_moving_fmax), so a
-  big matmul becomes ceil(M/128) x ceil(K/128) x ceil(N/512) instructions, each costing
-  :func:`trnsim.perf.cost.matmul_cycles` Tensor Engine cycles.
+* Tile mapping: ``nc_matmul`` takes a stationary tile [K <= 128, F <= 128] and a moving tile
+  [K <= 128, F <= 512] (catalog ``TileLimits``: pmax, gemm_stationary_fmax, gemm_moving_fmax). With
+  A stationary a big matmul becomes ceil(M/128) x ceil(K/128) x ceil(N/512) instructions; with B
+  stationary (computing C.T) ceil(N/128) x ceil(K/128) x ceil(M/512). Each costs
+  :func:`trnsim.perf.cost.matmul_cycles` Tensor Engine cycles; the cheaper orientation is used, so
+  the short operand (a decode step's tokens) moves.
 
 Memory (notebook 03):
 
 * :func:`hierarchy_levels`: capacity and bandwidth of host DRAM, HBM, SBUF and PSUM for one core
-  (catalog, plus the order-of-magnitude on-chip bandwidths in data/memory_hierarchy.json).
+  (catalog: host memory of the chip's largest instance per core, HBM per core, SBUF/PSUM; plus the
+  order-of-magnitude on-chip and host bandwidths in data/memory_hierarchy.json).
 * :func:`dma_load_cost`: one ``nl.load`` of a [P, F] tile priced by the simulator's DMA model
   (:func:`trnsim.perf.dma.dma_cost_ns` on a :func:`trnsim.perf.build.load` instruction).
 * :func:`plan_tiles`: a [rows, cols] HBM tensor cut into [P, F] SBUF tiles: bytes per partition,
@@ -80,15 +83,23 @@ def matmul_hbm_bytes(m: int, n: int, k: int, dtype: str = "bfloat16") -> int:
 
 @dataclass(frozen=True)
 class TileMapping:
-    """How C = A @ B maps onto ``nc_matmul`` instructions of a 128 x 128 Tensor Engine."""
+    """How C = A @ B maps onto ``nc_matmul`` instructions of a 128 x 128 Tensor Engine.
+
+    ``nc_matmul`` takes a *stationary* tile [K <= 128, F <= 128] that stays in the PE array and a
+    *moving* tile [K <= 128, F <= 512] that streams through it. Either operand may be the stationary
+    one: A stationary computes C tiles directly, B stationary computes C.T tiles (the NKI matmul
+    tutorial's ``nc_matmul(B_tile, A.T_tile)`` order). :func:`tile_mapping` picks the cheaper
+    orientation, which lets the *short* operand move (a decode step's few tokens stream past
+    weights that fill the array). ``m_tile``/``n_tile`` are the tile sizes along M and N.
+    """
 
     m: int
     n: int
     k: int
     dtype: str
     k_tile: int                    # contraction rows per instruction (partitions, <= pmax)
-    m_tile: int                    # stationary free size (<= gemm_stationary_fmax)
-    n_tile: int                    # moving free size (<= gemm_moving_fmax)
+    m_tile: int                    # tile size along M (<= stationary fmax if A is stationary, else <= moving fmax)
+    n_tile: int                    # tile size along N (<= moving fmax if A is stationary, else <= stationary fmax)
     m_tiles: int
     n_tiles: int
     k_tiles: int
@@ -97,6 +108,23 @@ class TileMapping:
     pe_rows: int
     pe_cols: int
     ideal_cycles: float            # cycles if every PE did useful work every cycle at this dtype's rate
+    stationary: str = "A"          # "A" (C = A @ B tiles) or "B" (C.T = B.T @ A.T tiles)
+    other_cycles: float = 0.0      # Tensor Engine cycles of the other orientation (for comparison)
+
+    @property
+    def moving(self) -> str:
+        """The operand that streams through the array ("A" or "B")."""
+        return "B" if self.stationary == "A" else "A"
+
+    @property
+    def stationary_tile(self) -> tuple[int, int]:
+        """[K, F] of the stationary tile."""
+        return (self.k_tile, self.m_tile if self.stationary == "A" else self.n_tile)
+
+    @property
+    def moving_tile(self) -> tuple[int, int]:
+        """[K, F] of the moving tile."""
+        return (self.k_tile, self.n_tile if self.stationary == "A" else self.m_tile)
 
     @property
     def instructions(self) -> int:
@@ -114,38 +142,56 @@ class TileMapping:
     @property
     def pe_utilisation(self) -> float:
         """Fraction of the dtype's Tensor Engine peak the tiles reach: below 1 when tiles are partly
-        empty (ragged edges, K or M < 128) or the moving free size is below 64 cycles' worth."""
+        empty (ragged edges, K or the stationary free size < 128) or the moving free size is below
+        the 64-cycle start-up latency."""
         return self.ideal_cycles / self.tensor_cycles
+
+
+def _orientation_cycles(stat: int, mov: int, k: int, stat_t: int, mov_t: int, k_t: int, fp32: bool,
+                        init: float) -> float:
+    """Tensor Engine cycles of all instructions when the operand of free size ``stat`` is stationary."""
+    kt = math.ceil(k / k_t)
+    s_sizes = [(stat_t, stat // stat_t)] + ([(stat % stat_t, 1)] if stat % stat_t else [])
+    v_sizes = [(mov_t, mov // mov_t)] + ([(mov % mov_t, 1)] if mov % mov_t else [])
+    cycles = 0.0
+    for ss, sc in s_sizes:
+        for vs, vc in v_sizes:
+            if sc and vc:
+                cycles += sc * vc * kt * matmul_cycles(ss, vs, fp32, init)
+    return cycles
 
 
 def tile_mapping(m: int, n: int, k: int, dtype: str = "bfloat16", target: Any = "trn1") -> TileMapping:
     """Split C[M, N] = A[M, K] @ B[K, N] into ``nc_matmul`` tiles and price them on the Tensor Engine.
 
-    Tiles are the largest the ISA allows (K 128, M 128, N 512); edge tiles are smaller and cost
-    ``max(min(64, M_tile), N_tile)`` cycles like any other (x4 for fp32), so ragged sizes waste PEs.
+    Tiles are the largest the ISA allows (K 128, stationary free 128, moving free 512); edge tiles are
+    smaller. Each instruction costs ``max(min(64, F_stationary), F_moving)`` cycles (x4 for fp32,
+    :func:`trnsim.perf.cost.matmul_cycles`): 64 is the fixed matmul start-up latency (MM_INIT_LATENCY,
+    N-ARCH2), so a moving tile shorter than 64 columns still pays 64 cycles. Both orientations are
+    priced (A stationary, or B stationary computing C.T) and the cheaper is kept; on a tie, A.
     """
     m, n, k = _check_dims(m, n, k)
     size = itemsize(dtype)
     tgt = _resolve_target(target)
     core = tgt.core
     lim = core.tile
-    k_t, m_t, n_t = min(k, lim.pmax), min(m, lim.gemm_stationary_fmax), min(n, lim.gemm_moving_fmax)
-    mt, nt, kt = math.ceil(m / m_t), math.ceil(n / n_t), math.ceil(k / k_t)
     fp32 = size == 4
     init = float(core.cost.mm_init_latency_cycles)
-    # sizes of the full and the edge tile along M and N (K does not change the cycle count)
-    m_sizes = [(m_t, m // m_t)] + ([(m % m_t, 1)] if m % m_t else [])
-    n_sizes = [(n_t, n // n_t)] + ([(n % n_t, 1)] if n % n_t else [])
-    cycles = 0.0
-    for ms, mc in m_sizes:
-        for ns, nc in n_sizes:
-            if mc and nc:
-                cycles += mc * nc * kt * matmul_cycles(ms, ns, fp32, init)
+    s_max, v_max, k_t = lim.gemm_stationary_fmax, lim.gemm_moving_fmax, min(k, lim.pmax)
+    a_cycles = _orientation_cycles(m, n, k, min(m, s_max), min(n, v_max), k_t, fp32, init)
+    b_cycles = _orientation_cycles(n, m, k, min(n, s_max), min(m, v_max), k_t, fp32, init)
+    if b_cycles < a_cycles:
+        stationary, cycles, other = "B", b_cycles, a_cycles
+        m_t, n_t = min(m, v_max), min(n, s_max)
+    else:
+        stationary, cycles, other = "A", a_cycles, b_cycles
+        m_t, n_t = min(m, s_max), min(n, v_max)
+    mt, nt, kt = math.ceil(m / m_t), math.ceil(n / n_t), math.ceil(k / k_t)
     # dtype slowdown as the cost formula has it (fp32: 4 passes), measured on a long moving tile
     slowdown = matmul_cycles(1, 1 << 16, fp32, init) / matmul_cycles(1, 1 << 16, False, init)
     ideal = m * n * k / (core.pe_rows * core.pe_cols) * slowdown
     return TileMapping(m, n, k, dtype, k_t, m_t, n_t, mt, nt, kt, cycles, engine_clock_ghz(core, "tensor"),
-                       int(core.pe_rows), int(core.pe_cols), ideal)
+                       int(core.pe_rows), int(core.pe_cols), ideal, stationary, other)
 
 
 @dataclass(frozen=True)
@@ -206,7 +252,8 @@ class MatmulEstimate:
             f"memory {self.memory_time_us:,.2f} us at {r.dma_gbytes_per_s:,.0f} GB/s",
             f"  roofline time {self.time_us:,.2f} us -> {self.bound}-bound, {self.attainable_tflops:,.1f} TFLOP/s attainable",
             f"  tiles: {t.m_tiles} x {t.k_tiles} x {t.n_tiles} = {t.instructions:,} nc_matmul "
-            f"([{t.k_tile}x{t.m_tile}] stationary, [{t.k_tile}x{t.n_tile}] moving); Tensor Engine "
+            f"({t.stationary} stationary [{t.stationary_tile[0]}x{t.stationary_tile[1]}], {t.moving} moving "
+            f"[{t.moving_tile[0]}x{t.moving_tile[1]}]); Tensor Engine "
             f"{t.tensor_time_us:,.2f} us, PE utilisation {100 * t.pe_utilisation:.0f}%",
         ]
         note = self.fp8_note()
@@ -238,6 +285,45 @@ def estimate(m: int, n: int, k: int, dtype: str = "bfloat16", target: Any = "trn
                           roofline(tgt, dtype), tile_mapping(m, n, k, dtype, tgt))
 
 
+@dataclass(frozen=True)
+class MatmulSetTime:
+    """Tensor Engine time of a set of matmuls, each split into tiles by :func:`tile_mapping`."""
+
+    matmuls: int
+    instructions: int
+    tensor_cycles: float
+    ideal_cycles: float
+    tensor_clock_ghz: float
+
+    @property
+    def tensor_time_us(self) -> float:
+        return self.tensor_cycles / self.tensor_clock_ghz / 1e3
+
+    @property
+    def pe_utilisation(self) -> float:
+        return self.ideal_cycles / self.tensor_cycles
+
+
+def with_backward(shapes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Forward matmuls (M, N, K) plus the two backward matmuls of each: dA = dC @ B.T is (M, K, N) and
+    dB = A.T @ dC is (K, N, M) (3x the forward FLOPs in all, the usual 6 FLOPs per parameter per token)."""
+    out = list(shapes)
+    for m, n, k in shapes:
+        out += [(m, k, n), (k, n, m)]
+    return out
+
+
+def matmul_set_time(shapes: list[tuple[int, int, int]], dtype: str = "bfloat16", target: Any = "trn1") -> MatmulSetTime:
+    """Sum :func:`tile_mapping` over matmuls given as (M, N, K): the Tensor Engine time with partly
+    empty tiles and the 64-cycle start-up latency counted, against ``ideal_cycles`` at full peak."""
+    tgt = _resolve_target(target)
+    maps = [tile_mapping(m, n, k, dtype, tgt) for m, n, k in shapes]
+    if not maps:
+        raise ValueError("matmul_set_time needs at least one (M, N, K) shape")
+    return MatmulSetTime(len(maps), sum(t.instructions for t in maps), sum(t.tensor_cycles for t in maps),
+                         sum(t.ideal_cycles for t in maps), maps[0].tensor_clock_ghz)
+
+
 # ----------------------------------------------------------------------------- memory (notebook 03)
 
 
@@ -252,22 +338,42 @@ class MemoryLevel:
     source: str
 
 
-def hierarchy_levels(target: Any = "trn1") -> list[MemoryLevel]:
+def host_instance(target: Any = "trn1") -> Any:
+    """The catalog instance whose host memory :func:`hierarchy_levels` divides among cores: the
+    instance of ``target``'s chip with the most NeuronCores, UltraServers excluded (trn1 -> trn1.32xlarge)."""
+    from trnsim.catalog import instances
+
+    tgt = _resolve_target(target)
+    mine = [i for i in instances() if i.chip == tgt.chip.name and i.host_memory_gib and "ultraserver" not in i.name]
+    mine = mine or [i for i in instances() if i.chip == tgt.chip.name and i.host_memory_gib]
+    if not mine:
+        raise ValueError(f"no instance with {tgt.chip.display_name} chips in the catalog lists its host memory")
+    return max(mine, key=lambda i: (i.neuroncores, i.host_memory_gib))
+
+
+def hierarchy_levels(target: Any = "trn1", instance: Any = None) -> list[MemoryLevel]:
     """Host DRAM, HBM, SBUF, PSUM for one core of ``target``: capacity (bytes) and bandwidth (GB/s).
 
-    HBM capacity and bandwidth are the chip's divided by its NeuronCores (catalog); SBUF/PSUM sizes
-    are the core's (catalog); SBUF, PSUM and host bandwidths are the ~orders of magnitude of the NKI
-    memory-hierarchy figure (data/memory_hierarchy.json).
+    Host DRAM is the instance's host memory divided by its NeuronCores (catalog; ``instance`` defaults
+    to :func:`host_instance`, e.g. trn1.32xlarge: 512 GiB for 32 cores = 16 GiB per core). HBM capacity
+    and bandwidth are the chip's divided by its NeuronCores (catalog); SBUF/PSUM sizes are the core's
+    (catalog); SBUF, PSUM and host bandwidths are the ~orders of magnitude of the NKI memory-hierarchy
+    figure (data/memory_hierarchy.json).
     """
+    from trnsim.catalog import instance as get_instance
     from trnsim.datafiles import load_json
 
     tgt = _resolve_target(target)
     core, chip = tgt.core, tgt.chip
+    inst = host_instance(tgt) if instance is None else (
+        get_instance(instance) if isinstance(instance, str) else instance)
     lv = load_json("memory_hierarchy.json")["levels"]
     per_core = chip.neuroncores
     return [
-        MemoryLevel("host DRAM", lv["host"]["capacity_gib"]["value"] * 2**30,
-                    lv["host"]["bandwidth_gbytes_per_s"]["value"], "host memory, over PCIe", "N-MEM (approximate)"),
+        MemoryLevel("host DRAM", inst.host_memory_gib * 2**30 / inst.neuroncores,
+                    lv["host"]["bandwidth_gbytes_per_s"]["value"],
+                    f"{inst.host_memory_gib:g} GiB on {inst.name} shared by {inst.neuroncores} cores, over PCIe",
+                    "catalog; bandwidth N-MEM (approximate)"),
         MemoryLevel("HBM", chip.device_memory_gib * 2**30 / per_core, chip.hbm_gbytes_per_s / per_core,
                     f"{chip.device_memory_gib:g} GiB per chip shared by {per_core} cores", "catalog"),
         MemoryLevel("SBUF", core.sbuf_bytes, lv["sbuf"]["bandwidth_gbytes_per_s"]["value"],
@@ -469,4 +575,5 @@ def plan_tiles(rows: int, cols: int, dtype: str = "bfloat16", partitions: int = 
 
 __all__ = ["MATMUL_DTYPES", "TileMapping", "MatmulEstimate", "itemsize", "matmul_flops", "matmul_hbm_bytes",
            "tile_mapping", "estimate", "MemoryLevel", "hierarchy_levels", "DmaCost", "dma_load_cost", "TilePlan",
-           "plan_tiles", "MAX_SCHEDULED_TRANSFERS"]
+           "plan_tiles", "MAX_SCHEDULED_TRANSFERS", "host_instance", "MatmulSetTime",
+           "with_backward", "matmul_set_time"]

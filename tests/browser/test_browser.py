@@ -6,7 +6,10 @@ For each notebook in notebooks/: open it, run all cells, then assert that
 * every widget view rendered (one rendered view per widget output, no
   "Error displaying widget" and no widget error view anywhere);
 * in every widget panel, moving a control (a dropdown, a multi-select, a slider key press,
-  a number box, a toggle button, a checkbox, a button) changes what the panel shows;
+  a number box, a toggle button, a checkbox, a button) produces a NEW figure and no error text
+  (a control whose change only shows an error does not count);
+* no control of any panel is clipped at a notebook width of about 1,000 px: no truncated label,
+  no dropdown or number box too narrow for its value, nothing past the right edge of the output;
 
 and save a screenshot to tests/artifacts/browser/<notebook>.png (also when the test fails).
 """
@@ -27,6 +30,7 @@ ARTIFACTS = REPO / "tests" / "artifacts" / "browser"
 pytestmark = pytest.mark.browser
 
 COURSE = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+VIEWPORT = {"width": 1150, "height": 900}   # with the left area closed: a notebook column of about 1,000 px
 KERNEL_READY_S = 180
 RUN_ALL_S = 600
 CONTROL_EFFECT_S = 30
@@ -91,6 +95,45 @@ JS_SIGNATURE = """(el) => {
   el.querySelectorAll('img').forEach(i => parts.push(i.getAttribute('src') || ''));
   el.querySelectorAll('canvas').forEach(c => { try { parts.push(c.toDataURL()); } catch (e) {} });
   return parts.join('\\u0001');
+}"""
+
+
+# The figures a panel shows (their PNG sources) and any error text in its Output widgets.
+JS_FIGURES_AND_ERRORS = """(el) => ({
+  figures: Array.from(el.querySelectorAll('img')).map(i => i.getAttribute('src') || ''),
+  errors: Array.from(el.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"], .jp-RenderedText.jp-mod-error'))
+            .map(e => e.innerText.trim()).filter(t => t.length > 0),
+})"""
+
+# Controls that do not fit: a truncated label (ellipsis), a dropdown or number box narrower than its value,
+# or a control reaching past the right edge of the cell's output area.
+JS_CLIPPED = """(el) => {
+  const area = el.getBoundingClientRect();
+  const ctx = document.createElement('canvas').getContext('2d');
+  const textWidth = (node, text) => { const cs = getComputedStyle(node); ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+                                      return ctx.measureText(text).width; };
+  const visible = n => n.offsetParent !== null && n.getClientRects().length > 0;
+  const bad = [];
+  el.querySelectorAll('.widget-label, .widget-label-basic span, .widget-readout').forEach(l => {
+    if (visible(l) && l.innerText.trim() && l.scrollWidth > l.clientWidth + 1)
+      bad.push(`label "${l.innerText.trim()}" is cut (${l.scrollWidth} px of text in ${l.clientWidth} px)`);
+  });
+  el.querySelectorAll('select:not([multiple])').forEach(s => {
+    const t = s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '';
+    if (visible(s) && textWidth(s, t) > s.clientWidth - 18)
+      bad.push(`dropdown shows "${t}" in ${s.clientWidth} px`);
+  });
+  el.querySelectorAll('.widget-text input').forEach(i => {
+    if (visible(i) && textWidth(i, i.value) > i.clientWidth - 8) bad.push(`box shows "${i.value}" in ${i.clientWidth} px`);
+  });
+  el.querySelectorAll('.widget-dropdown, .widget-text, .widget-slider, .widget-checkbox, .widget-toggle-buttons, '
+                      + '.widget-select-multiple, .widget-button, .widget-play').forEach(c => {
+    const r = c.getBoundingClientRect();
+    if (visible(c) && r.right > area.right + 1)
+      bad.push(`control "${(c.innerText || '').trim().slice(0, 30)}" ends at ${Math.round(r.right)} px, `
+               + `past the output area's right edge at ${Math.round(area.right)} px`);
+  });
+  return {bad: bad, width: Math.round(area.width)};
 }"""
 
 
@@ -197,7 +240,7 @@ def _shutdown(page) -> None:
 def test_notebook_in_jupyterlab(notebook, browser, lab_server):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"{Path(notebook).stem}.png"
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = browser.new_page(viewport=VIEWPORT)
     page_errors: list[str] = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
     try:
@@ -224,24 +267,39 @@ def test_notebook_in_jupyterlab(notebook, browser, lab_server):
         assert len(panels) == expected, \
             f"{notebook}: {expected} widget outputs but {len(panels)} rendered widget views"
 
+        clipped = []
         for p in panels:
             panel = page.locator(f'[data-trnsim-panel="{p["panel"]}"]')
             panel.scroll_into_view_if_needed()
+            fit = panel.evaluate(JS_CLIPPED)
+            p["output_width_px"] = fit["width"]
+            clipped += [f"cell {p['cell']}: {b}" for b in fit["bad"]]
             before, size = _settled_signature(page, panel)
             assert size > 0, f"{notebook}: widget panel in cell {p['cell']} shows nothing before any control moves"
-            tried = []
+            figures_before = set(panel.evaluate(JS_FIGURES_AND_ERRORS)["figures"])
+            tried, only_errors = [], []
             for label, act in _control_actions(panel):
                 if not act():
                     continue
                 tried.append(label)
                 after, size = _settled_signature(page, panel)
                 assert size > 0, f"{notebook}: widget panel in cell {p['cell']} went blank after moving {label}"
-                if after != before:
-                    p["changed_by"] = label
-                    break
+                if after == before:
+                    continue
+                shown = panel.evaluate(JS_FIGURES_AND_ERRORS)
+                new_figures = [f for f in shown["figures"] if f and f not in figures_before]
+                if shown["errors"] or not (new_figures or not figures_before):
+                    # an error message, or text without a new figure, is not a successful change
+                    only_errors.append(f"{label}: " + (shown["errors"][0][:100] if shown["errors"] else "no new figure"))
+                    before, figures_before = after, set(shown["figures"])
+                    continue
+                p["changed_by"] = label
+                break
             else:
                 pytest.fail(f"{notebook}: widget panel in cell {p['cell']}: moving "
-                            f"{', '.join(tried) or 'no control (none found)'} did not change its output")
+                            f"{', '.join(tried) or 'no control (none found)'} produced no new figure without an "
+                            f"error" + (f" ({'; '.join(only_errors[:3])})" if only_errors else ""))
+        assert not clipped, f"{notebook}: controls clipped at a {VIEWPORT['width']} px window:\n" + "\n".join(clipped)
         summary = {"notebook": notebook, "code_cells": len(code), "panels": panels}
         (ARTIFACTS / f"{Path(notebook).stem}.json").write_text(json.dumps(summary, indent=1))
         if panels:
@@ -300,7 +358,7 @@ def test_lite_site_opens_notebook(notebook, browser, lite_site):
 
     site, base = lite_site
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     off_site: list[str] = []
 
     def only_loopback(route):
@@ -316,7 +374,7 @@ def test_lite_site_opens_notebook(notebook, browser, lite_site):
     try:
         page.goto(base + "/" + site.url_for(notebook), timeout=120_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-        expected = len(nbformat.read(NOTEBOOKS / notebook, as_version=4).cells) + 1  # + the install cell
+        expected = len(nbformat.read(NOTEBOOKS / notebook, as_version=4).cells) + 2  # + the install note and cell
         page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === {expected}",
                                timeout=60_000)
         assert page.locator(".jp-Notebook .jp-Cell", has_text="piplite.install").count() == 1

@@ -46,6 +46,7 @@ class PlanRequest:
     neuron_in_region: bool = False
     proxy_price_factor: float | None = None
     transfer_route: str | None = "adequate_protection"
+    sensitive_basis: str | None = None       # PDPA s.40 basis for sensitive data (residency.sensitive_bases())
     carbon_basis: str = "lifecycle"
     max_batch: int = 8
     n_requests: int = 300
@@ -232,7 +233,7 @@ def plan(req: PlanRequest | None = None, **overrides) -> list[PlanOption]:
     _check(req)
     proxy = req.proxy_price_factor if req.proxy_price_factor is not None else price_factor("ap-southeast-1")
     personal = req.data_class in ("personal", "sensitive")
-    kw = dict(n_data_subjects=req.n_data_subjects)
+    kw = dict(n_data_subjects=req.n_data_subjects, sensitive_basis=req.sensitive_basis)
     options: list[PlanOption] = []
 
     f = _fleet(req, MALAYSIA_REGION, G6, req.rate_rps, proxy)

@@ -1,10 +1,10 @@
 """A rule checker for Malaysia's PDPA 2010 as amended in 2024 (educational aid, NOT legal advice).
 
 Given a data class (public, de-identified, personal, sensitive), where the data is processed
-(region), how many data subjects, and, for a cross-border plan, which s.129 route the
-controller relies on, :func:`assess` returns a verdict and the steps each option requires,
-each step citing its source in ``data/residency.json``. All rules come from law-firm
-summaries; the Act's text was not in the project's sources.
+(region), how many data subjects, for sensitive data the s.40 basis (explicit consent or a listed
+exception), and, for a cross-border plan, which s.129 route the controller relies on, :func:`assess` returns a verdict and the steps each option requires,
+each step citing its source in ``data/residency.json``. The rules come from law-firm summaries,
+and s.4/s.40 (sensitive personal data) from the Act (source PDPA-ACT).
 """
 from __future__ import annotations
 
@@ -89,6 +89,26 @@ def _check_inputs(data_class: str, plan: str, route: str | None, n_data_subjects
         raise DeployError(f"n_data_subjects must be >= 0 (got {n_data_subjects})")
 
 
+def sensitive_bases() -> dict[str, str]:
+    """s.40 basis keys -> labels: explicit consent or one of the Act's listed exceptions."""
+    return {k: v["label"] for k, v in residency_data()["sensitive_processing"]["bases"].items()}
+
+
+def _s40_step(sensitive_basis: str | None) -> tuple[Step, bool]:
+    """The s.40 step for sensitive personal data, and whether a basis is still missing."""
+    sp = residency_data()["sensitive_processing"]
+    bases = sp["bases"]
+    if sensitive_basis is None:
+        options = "; ".join(f"{k}: {v['label']}" for k, v in bases.items())
+        return Step("Sensitive personal data (PDPA s.40): processing needs the data subject's explicit consent or a "
+                    f"listed exception, wherever it runs. Choose and document one. Options: {options}", "PDPA-ACT"), True
+    if sensitive_basis not in bases:
+        raise DeployError(f"unknown s.40 basis {sensitive_basis!r}: choose one of {tuple(bases)}")
+    b = bases[sensitive_basis]
+    return Step(f"Sensitive personal data (PDPA s.40): processing relies on {b['label']}; record it for every data "
+                "subject and purpose", b["source"]), False
+
+
 def _in_country_duties(data_class: str, n_data_subjects: int, monitoring: bool) -> list[Step]:
     d = residency_data()
     steps: list[Step] = []
@@ -118,6 +138,7 @@ def assess(
     route: str | None = None,
     n_data_subjects: int = 0,
     monitoring: bool = False,
+    sensitive_basis: str | None = None,
 ) -> ResidencyVerdict:
     """Check a plan against the PDPA rules in ``data/residency.json``.
 
@@ -132,6 +153,9 @@ def assess(
         'not allowed as planned' with the options listed.
     n_data_subjects : how many people's data is processed (DPO thresholds).
     monitoring : whether processing involves regular and systematic monitoring.
+    sensitive_basis : for 'sensitive' data, the s.40 basis relied on (see :func:`sensitive_bases`:
+        explicit consent or a listed exception such as medical purposes). None means not chosen yet:
+        the verdict is then 'not allowed as planned', whatever the region.
     """
     r = region(region_code)
     plan = plan or ("in-country" if r.in_malaysia else "cross-border")
@@ -157,15 +181,22 @@ def assess(
                                 ("PDPA duties attach to personal data; this class is treated as non-personal",))
 
     duties = _in_country_duties(data_class, n_data_subjects, monitoring)
+    s40_missing = False
     if data_class == "sensitive":
         notes.append(f"biometric data counts as sensitive personal data since {value(d['data_classes']['sensitive']['includes_biometric_since'])}")
+        s40, s40_missing = _s40_step(sensitive_basis)
+        duties = [s40] + duties
+        if s40_missing:
+            notes.append("sensitive personal data needs a s.40 basis (explicit consent or a listed exception) before any processing")
+    blocked = "not allowed as planned"
 
     if plan == "in-country":
         steps = [Step("Keep processing, logs and backups in ap-southeast-5; enforce with a Region-deny guardrail",
                       d["controls"]["region_deny"]["source"]),
                  Step("Hold encryption keys under your own custody (KMS custom key store) if operator access is a concern",
                       d["controls"]["customer_keys"]["source"])] + duties
-        return ResidencyVerdict(data_class, region_code, plan, "no transfer restriction", False, None, tuple(steps), tuple(notes))
+        return ResidencyVerdict(data_class, region_code, plan, blocked if s40_missing else "no transfer restriction", False,
+                                None, tuple(steps), tuple(notes))
 
     if plan == "hybrid":
         steps = [Step("Route requests carrying personal data to in-country serving (ap-southeast-5); send only "
@@ -173,7 +204,8 @@ def assess(
                  Step("De-identify in Malaysia before the data leaves; test that individuals cannot be re-identified",
                       "TRNSIM")] + duties
         notes.append("if de-identification fails for some requests, those requests become a cross-border transfer of personal data")
-        return ResidencyVerdict(data_class, region_code, plan, "allowed with steps", False, None, tuple(steps), tuple(notes))
+        return ResidencyVerdict(data_class, region_code, plan, blocked if s40_missing else "allowed with steps", False,
+                                None, tuple(steps), tuple(notes))
 
     # cross-border transfer of personal data
     routes = cb["routes"]
@@ -194,4 +226,5 @@ def assess(
         steps.append(Step(f"Rely on the {rt['label']}; document why it applies to every request sent abroad", rt["source"]))
     steps += duties
     notes.append("the s.129 public-interest limb was deleted and cannot be relied on")
-    return ResidencyVerdict(data_class, region_code, plan, "allowed with steps", True, rt["label"], tuple(steps), tuple(notes))
+    return ResidencyVerdict(data_class, region_code, plan, blocked if s40_missing else "allowed with steps", True,
+                            rt["label"], tuple(steps), tuple(notes))

@@ -8,12 +8,12 @@ the batching simulation for every option, so its controls update on release only
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from trnsim.deploy import DATA_CLASSES, DeployError, plan, report, transfer_routes, user_sites
 from trnsim.deploy.planner import RANK_BY, PlanRequest
 from trnsim.serving import ServingError
-from trnsim.ui.render import show
+from trnsim.deploy.residency import sensitive_bases
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.deploy import plan_bars, region_map
 
 
@@ -25,8 +25,9 @@ class MapPanel:
         self.draw = draw
         self.origin = widgets.Dropdown(options=list(user_sites()), value=origin, description="users in")
         self.extent = widgets.ToggleButtons(options=["asia", "world"], value=extent, description="map")
-        self.neuron_in_region = widgets.Checkbox(value=neuron_in_region,
-                                                 description="scenario: Neuron capacity arrives in ap-southeast-5")
+        self.neuron_in_region = widgets.Checkbox(value=neuron_in_region, indent=False,
+                                                 description="scenario: Neuron capacity arrives in ap-southeast-5",
+                                                 layout=widgets.Layout(width="auto"))
         self.out = widgets.Output(layout=widgets.Layout(min_height="420px"))
         self.summary = ""
         self.error = ""
@@ -37,20 +38,25 @@ class MapPanel:
     def update(self) -> None:
         from trnsim.deploy import rtt_table
 
-        self.error = ""
+        self.error = missing_choices([self.origin, self.extent])
+        if self.error:
+            self.summary = ""
+            show(self.out, error=self.error)
+            return
         rows = rtt_table(self.origin.value)[:6]
         self.summary = "\n".join(f"{e.region:<15} {e.distance_km:7,.0f} km  floor {e.floor_ms:5.1f} ms  "
                                  f"typical {e.typical_ms:6.1f} ms" for e in rows)
         if not self.draw:
             return
-        fig, ax = plt.subplots(figsize=(8, 6) if self.extent.value == "asia" else (10, 5))
+        fig = panel_figure((8, 6) if self.extent.value == "asia" else (11, 5.5))
+        ax = fig.add_subplot()
         region_map(ax, self.origin.value, self.extent.value, neuron_in_region=self.neuron_in_region.value,
                    annotate_rtt=self.extent.value == "asia")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.origin, self.extent]), self.neuron_in_region, self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.origin, self.extent]), self.neuron_in_region, self.out]))
 
 
 class PlannerPanel:
@@ -71,14 +77,18 @@ class PlannerPanel:
                                                   description="personal share", **cu)
         self.route = widgets.Dropdown(options=[("(none chosen)", None)] + [(v, k) for k, v in transfer_routes().items()],
                                       value=r.transfer_route, description="s.129 route")
-        self.neuron_in_region = widgets.Checkbox(value=r.neuron_in_region, description="scenario: Neuron in ap-southeast-5")
+        self.neuron_in_region = widgets.Checkbox(value=r.neuron_in_region, description="scenario: Neuron in ap-southeast-5",
+                                                 indent=False, layout=widgets.Layout(width="auto"))
+        self.sensitive_basis = widgets.Dropdown(
+            options=[("(none chosen)", None)] + [(k.replace("_", " "), k) for k in sensitive_bases()],
+            value=r.sensitive_basis, description="s.40 basis")
         self.rank_by = widgets.Dropdown(options=RANK_BY, value=r.rank_by, description="rank by")
         self.out = widgets.Output(layout=widgets.Layout(min_height="420px"))
         self.options = []
         self.summary = ""
         self.error = ""
         for w in (self.users, self.data_class, self.rate, self.slo, self.model, self.personal_share, self.route,
-                  self.neuron_in_region, self.rank_by):
+                  self.neuron_in_region, self.rank_by, self.sensitive_basis):
             w.observe(lambda _c: self.update(), names="value")
         self.update()
 
@@ -88,6 +98,7 @@ class PlannerPanel:
                               "rate_rps": float(self.rate.value), "ttft_slo_ms": float(self.slo.value),
                               "model": self.model.value, "personal_share": float(self.personal_share.value),
                               "transfer_route": self.route.value, "neuron_in_region": bool(self.neuron_in_region.value),
+                              "sensitive_basis": self.sensitive_basis.value,
                               "rank_by": self.rank_by.value})
 
     @property
@@ -96,7 +107,11 @@ class PlannerPanel:
         return self.options[0] if self.options else None
 
     def update(self) -> None:
-        self.error = ""
+        self.error = missing_choices([self.users, self.data_class, self.model, self.rank_by])
+        if self.error:
+            self.options, self.summary = [], ""
+            show(self.out, error=self.error)
+            return
         try:
             self.options = plan(self.request)
         except (DeployError, ServingError, ValueError) as exc:
@@ -107,14 +122,15 @@ class PlannerPanel:
         self.summary = report(self.options) + "\n\nTop option, residency:\n" + top.residency.explain()
         if not self.draw:
             return
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+        fig = panel_figure((11.5, 3.6))
+        axes = fig.subplots(1, 2, sharey=True)
         plan_bars(axes[0], self.options, "usd_per_month")
         plan_bars(axes[1], self.options, "kgco2e_per_month")
         axes[1].set_ylabel("")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
         left = widgets.VBox([self.users, self.data_class, self.model, self.rate, self.slo])
-        right = widgets.VBox([self.personal_share, self.route, self.rank_by, self.neuron_in_region])
-        return widgets.VBox([widgets.HBox([left, right]), self.out])
+        right = widgets.VBox([self.personal_share, self.route, self.sensitive_basis, self.rank_by, self.neuron_in_region])
+        return fit_labels(widgets.VBox([widgets.HBox([left, right]), self.out]))

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 
 from trnsim.catalog import target as get_target
-from trnsim.ui.render import show
+from trnsim.ui.render import Choice, fit_labels, missing_choices, panel_figure, show
 
 SCALE = 2.0
 BIAS = 0.5
@@ -37,6 +36,8 @@ class StepKind:
 STEP_KINDS: dict[str, StepKind] = {s.key: s for s in (
     StepKind("scale", f"multiply by {SCALE:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
     StepKind("bias", f"add {BIAS:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
+    StepKind("scale_bias", f"{SCALE:g}x + {BIAS:g} in one two-op tensor_scalar", ("vector", "scalar", "gpsimd"),
+             "tensor_scalar"),
     StepKind("exp", "exp(x)", ("scalar",), "activation"),
     StepKind("fused", f"exp({SCALE:g}x + {BIAS:g}) in one activation", ("scalar",), "activation"),
     StepKind("square", "x * x", ("vector", "gpsimd"), "tensor_tensor"),
@@ -50,6 +51,7 @@ ENGINE_LABELS = {"tensor": "Tensor (PE)", "vector": "Vector (DVE)", "scalar": "S
 PRESETS: dict[str, tuple[tuple[str, str], ...]] = {
     "unfused: scale, bias, exp on Scalar": (("scale", "scalar"), ("bias", "scalar"), ("exp", "scalar")),
     "fused: one activation": (("fused", "scalar"),),
+    "two-op tensor_scalar, then exp on Scalar": (("scale_bias", "scalar"), ("exp", "scalar")),
     "unfused, spread over engines": (("scale", "vector"), ("bias", "gpsimd"), ("exp", "scalar")),
     "matmul, then fused activation": (("matmul", "tensor"), ("fused", "scalar")),
 }
@@ -107,6 +109,9 @@ def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
             return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, engine=engine, dtype=f32)
         if kind == "bias":
             return nisa.tensor_scalar(t, op0=np.add, operand0=BIAS, engine=engine, dtype=f32)
+        if kind == "scale_bias":   # (x * SCALE) + BIAS: tensor_scalar applies two ops in one pass
+            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, op1=np.add, operand1=BIAS,
+                                      engine=engine, dtype=f32)
         if kind == "exp":
             return nisa.activation(op=nl.exp, data=t, dtype=f32)
         if kind == "fused":
@@ -155,6 +160,8 @@ def reference(steps: Sequence[tuple[str, str]], x: np.ndarray, w: np.ndarray, ti
                 cur = cur * SCALE
             elif kind == "bias":
                 cur = cur + BIAS
+            elif kind == "scale_bias":
+                cur = cur * SCALE + BIAS
             elif kind == "exp":
                 cur = np.exp(cur)
             elif kind == "fused":
@@ -284,7 +291,9 @@ class EnginePanel:
         self.free = widgets.IntSlider(value=free, min=16, max=2048, step=16, description="free size",
                                       continuous_update=False)
         self.tiles = widgets.IntSlider(value=tiles, min=1, max=6, description="tiles", continuous_update=False)
-        self.target = widgets.Dropdown(options=["trn1", "inf2", "trn2", "trn3"], value=target, description="target")
+        from trnsim.ui.matmul import target_choice
+
+        self.target = target_choice(target)
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
         self.result: SequenceResult | None = None
         self.summary = ""
@@ -337,7 +346,11 @@ class EnginePanel:
         """Run the sequence and redraw; a step that cannot run is explained in the output area."""
         from trnsim.viz.timeline import plot_timeline
 
-        self.error = ""
+        self.error = missing_choices([self.target, self.preset, *self.kind, *self.engine])
+        if self.error:
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         try:
             pmax = get_target(self.target.value).core.tile.pmax
             self.result = run_sequence(self.steps, pmax, self.free.value, self.tiles.value, self.target.value)
@@ -346,7 +359,8 @@ class EnginePanel:
             show(self.out, error=f"Cannot run this sequence: {exc}")
             return
         self.summary = self.result.summary()
-        fig, ax = plt.subplots(figsize=(9, 3.2))
+        fig = panel_figure((11, 3.4))
+        ax = fig.add_subplot()
         plot_timeline(self.result.profile, ax, title=f"{self.result.latency_us:.2f} us on {self.result.target}")
         outline_instructions(ax, self.result.profile)
         fig.subplots_adjust(left=0.16, right=0.98, bottom=0.16, top=0.88)
@@ -354,7 +368,7 @@ class EnginePanel:
 
     def show(self) -> widgets.Widget:
         rows = [widgets.HBox([k, e]) for k, e in zip(self.kind, self.engine)]
-        return widgets.VBox([self.preset, *rows, widgets.HBox([self.free, self.tiles, self.target]), self.out])
+        return fit_labels(widgets.VBox([self.preset, *rows, widgets.HBox([self.free, self.tiles, self.target]), self.out]))
 
 
 __all__ = ["STEP_KINDS", "PRESETS", "ENGINES", "StepKind", "SequenceError", "SequenceResult", "validate_steps",

@@ -9,10 +9,9 @@ code by setting ``panel.workload.value`` ("softmax", "normalisation", "attention
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from trnsim.exercises.kernels_perf import WORKLOADS, FusionResult, compare_fusion
-from trnsim.ui.render import show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.journey import plot_engine_balance, plot_traffic
 from trnsim.viz.timeline import plot_timeline
 
@@ -46,7 +45,11 @@ class FusionPanel:
 
     def update(self) -> None:
         """Profile both kernels and redraw; a bad combination is shown in the output area, not raised."""
-        self.error = ""
+        self.error = missing_choices([self.workload, self.cols])
+        if self.error:
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         try:
             self.result = compare_fusion(self.workload.value, self.length.value, self.cols.value, self.target)
         except ValueError as exc:
@@ -55,7 +58,7 @@ class FusionPanel:
             return
         r = self.result
         self.summary = r.summary()
-        fig = plt.figure(figsize=(9.5, 6.4))
+        fig = panel_figure((11, 6.6))
         gs = fig.add_gridspec(3, 2, height_ratios=(1.2, 1, 1))
         plot_traffic(fig.add_subplot(gs[0, 0]), list(r.labels), [p.hbm_bytes / 2**20 for p in r.profiles],
                      [b / 2**20 for b in r.estimated_bytes])
@@ -64,11 +67,11 @@ class FusionPanel:
         for row, (lab, p) in enumerate(zip(r.labels, r.profiles), start=1):
             plot_timeline(p, fig.add_subplot(gs[row, :]), time_range_us=(0, t_max), max_dma_rows=2,
                           title=f"{lab}: {p.latency_us:.0f} us, bottleneck {p.bottleneck}")
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.workload, self.cols]), self.length, self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.workload, self.cols]), self.length, self.out]))
 
 
 __all__ = ["FusionPanel", "LENGTHS", "COLS"]

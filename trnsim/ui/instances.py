@@ -8,11 +8,10 @@ Thin wiring only: numbers come from :mod:`trnsim.compare`, the plot from
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
 from trnsim.catalog import instances
 from trnsim.compare import DTYPES, METRICS, Row, format_rows, metric_rows
-from trnsim.ui.render import show
+from trnsim.ui.render import cached_tight_layout, dtype_choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.viz.chips import plot_metric_bars
 
 DEFAULT_SELECTION = ("inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge")
@@ -27,7 +26,7 @@ class InstancePanel:
                                                 description="instances")
         self.metric = widgets.Dropdown(options=[(m.label, k) for k, m in METRICS.items()], value=metric,
                                        description="metric")
-        self.dtype = widgets.Dropdown(options=list(DTYPES), value=dtype, description="dtype")
+        self.dtype = dtype_choice(DTYPES, dtype)
         self.out = widgets.Output(layout=widgets.Layout(min_height="360px"))
         self.rows: list[Row] = []
         self.summary = ""
@@ -41,7 +40,11 @@ class InstancePanel:
 
     def update(self) -> None:
         """Recompute and redraw; a bad selection is reported in the output area, not raised."""
-        self.error = ""
+        self.error = missing_choices((self.metric, self.dtype))
+        if self.error:
+            self.rows, self.summary = [], ""
+            show(self.out, error=self.error)
+            return
         try:
             self.rows = metric_rows(list(self.instances.value), self.metric.value, self.dtype.value)
             self.summary = format_rows(self.rows, self.metric.value)
@@ -50,11 +53,13 @@ class InstancePanel:
         if self.error:
             show(self.out, error=f"Cannot compare: {self.error}")
             return
-        fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(self.rows) + 1.6))
+        fig = panel_figure((8.5, 0.45 * len(self.rows) + 1.6))
+        ax = fig.add_subplot()
         plot_metric_bars(ax, self.rows, self.metric.value)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        controls = widgets.VBox([self.metric, self.dtype, self.instances])
-        return widgets.HBox([controls, self.out])
+        controls = widgets.HBox([self.instances, widgets.VBox([self.metric, self.dtype])],
+                                layout=widgets.Layout(flex_flow="row wrap"))
+        return fit_labels(widgets.VBox([controls, self.out]))

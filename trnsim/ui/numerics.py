@@ -13,12 +13,11 @@ from __future__ import annotations
 import math
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 
 from trnsim.numerics import (FORMATS, Decoded, SumResult, accumulate, decode, float_format, neighbours,
                              stochastic_up_probability, ulp)
-from trnsim.ui.render import show
+from trnsim.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, resolve_dtype, show
 from trnsim.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
@@ -51,7 +50,7 @@ class BitsPanel:
     """Type a number, pick a format, see its bits, its value and its neighbours."""
 
     def __init__(self, value: float = 3.14159, fmt: str = "bf16") -> None:
-        self.fmt = widgets.Dropdown(options=FORMAT_OPTIONS, value=fmt, description="format")
+        self.fmt = Choice(options=FORMAT_OPTIONS, value=fmt, description="format", resolve=resolve_dtype)
         self.value = widgets.FloatText(value=value, description="value")
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
         self.result: Decoded | None = None
@@ -62,6 +61,12 @@ class BitsPanel:
         self.update()
 
     def update(self) -> None:
+        self.error = missing_choices([self.fmt])
+        if self.error or self.value.value is None:
+            self.error = self.error or "type a value to see its bits"
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         x = float(self.value.value)
         try:
             self.result, self.summary = describe(x, self.fmt.value)
@@ -71,17 +76,18 @@ class BitsPanel:
             show(self.out, error=self.error)
             return
         f = self.result.fmt
-        fig, axs = plt.subplots(2, 1, figsize=(8.5 if f.bits > 16 else 7.5, 4.2), height_ratios=[1.6, 1])
+        fig = panel_figure((9.5 if f.bits > 16 else 8.5, 4.2))
+        axs = fig.subplots(2, 1, height_ratios=[1.6, 1])
         plot_bit_layout(axs[0], self.result)
         if self.result.kind in ("inf", "nan"):
             axs[1].axis("off")
         else:
             plot_number_line(axs[1], x, f, stochastic_up_probability(x, f))
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
-        return widgets.VBox([widgets.HBox([self.fmt, self.value]), self.out])
+        return fit_labels(widgets.VBox([widgets.HBox([self.fmt, self.value]), self.out]))
 
 
 def run_sums(steps: int, increment: float, start: float, acc: str, seed: int = 0,
@@ -124,8 +130,8 @@ class AccumulationPanel:
         self.increment = widgets.FloatLogSlider(value=increment, base=10, min=-5, max=1, step=0.25,
                                                 description="increment", continuous_update=False)
         self.start = widgets.FloatText(value=start, description="start value")
-        self.acc = widgets.Dropdown(options=[o for o in FORMAT_OPTIONS if o[1] != "fp8_e4m3fn"], value=acc,
-                                    description="accumulator")
+        self.acc = Choice(options=[o for o in FORMAT_OPTIONS if o[1] != "fp8_e4m3fn"], value=acc,
+                          description="accumulator", resolve=resolve_dtype)
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
         self.results: dict[str, SumResult] = {}
         self.summary = ""
@@ -135,6 +141,11 @@ class AccumulationPanel:
         self.update()
 
     def update(self) -> None:
+        self.error = missing_choices([self.acc])
+        if self.error:
+            self.results, self.summary = {}, ""
+            show(self.out, error=self.error)
+            return
         try:
             self.results = run_sums(int(self.steps.value), float(self.increment.value), float(self.start.value),
                                     self.acc.value)
@@ -143,13 +154,14 @@ class AccumulationPanel:
             self.results, self.summary, self.error = {}, "", str(exc)
             show(self.out, error=self.error)
             return
-        fig, ax = plt.subplots(figsize=(7.5, 3.8))
+        fig = panel_figure((8.5, 3.8))
+        ax = fig.add_subplot()
         plot_accumulation(ax, list(self.results.items()))
         ax.set_title(f"start {float(self.start.value):g}, add about {float(self.increment.value):.3g} "
                      f"x {int(self.steps.value):,}", fontsize=10)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:
         controls = widgets.VBox([self.acc, self.start, self.increment, self.steps])
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))

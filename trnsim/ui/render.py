@@ -10,21 +10,134 @@ same everywhere. It also works in plain Python (tests), where there is no kernel
 from __future__ import annotations
 
 import io
+from typing import Any, Callable, Iterable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from traitlets import TraitError, validate
+
+PANEL_DPI = 85
+"""Panels render at 85 dpi: an 11.5-inch figure is 978 px, inside a 1,000 px notebook column, text stays
+readable (10 pt = 12 px), and the PNG costs about 70% of a 100-dpi one (tests/bench_panels.py)."""
+
+DTYPE_ALIASES: dict[str, tuple[str, ...]] = {
+    "bfloat16": ("bf16",), "float16": ("fp16", "f16"), "float32": ("fp32", "f32"),
+    "float8_e4m3": ("fp8", "fp8_e4m3", "float8_e4m3fn", "fp8_e4m3fn"), "float8_e5m2": ("fp8_e5m2",),
+}
+"""Long dtype name -> the short names the notebooks also teach; a panel accepts either."""
+
+
+def panel_figure(figsize: tuple[float, float]) -> Figure:
+    """A figure outside pyplot (no figure manager to create or close): cheaper for a panel redraw."""
+    return Figure(figsize=figsize, dpi=PANEL_DPI)
+
+
+_LAYOUTS: dict[Any, list[dict[str, float]]] = {}
+_PARAMS = ("left", "right", "bottom", "top", "wspace", "hspace")
+
+
+def cached_tight_layout(fig: Figure, key: Any) -> None:
+    """``fig.tight_layout()`` the first time a figure of this ``key`` is drawn, then the same
+    subplot parameters again: ``tight_layout`` draws the whole figure once more, about a third of a
+    panel's redraw (tests/bench_panels.py). ``key`` should include what changes the layout
+    (panel, figure size, number of axes)."""
+    gridspecs: list[Any] = []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        gs = spec.get_gridspec() if spec is not None else None
+        if gs is not None and gs not in gridspecs:
+            gridspecs.append(gs)
+    full_key = (key, tuple(round(v, 2) for v in fig.get_size_inches()), len(fig.axes), len(gridspecs))
+    saved = _LAYOUTS.get(full_key)
+    if saved is not None and len(saved) == len(gridspecs):
+        for gs, params in zip(gridspecs, saved):
+            gs.update(**params)
+        return
+    fig.tight_layout()
+    _LAYOUTS[full_key] = [{k: getattr(gs.get_subplot_params(fig), k) for k in _PARAMS} for gs in gridspecs]
 
 
 def figure_png(fig: Figure) -> bytes:
-    """Render ``fig`` to PNG bytes at 100 dpi and close it (so it is not also shown inline).
+    """Render ``fig`` to PNG bytes at :data:`PANEL_DPI` and close it (so it is not also shown inline).
 
     No ``bbox_inches="tight"``: it draws the figure twice; panels call ``tight_layout`` instead.
     """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    # zlib level 1: a few times faster to encode than the default 6, for a somewhat larger PNG
+    fig.savefig(buf, format="png", dpi=PANEL_DPI, pil_kwargs={"compress_level": 1})
     plt.close(fig)
     return buf.getvalue()
+
+
+class Choice(widgets.Dropdown):
+    """A Dropdown that accepts every name the course teaches for an option and names the valid
+    choices on a bad value.
+
+    ``resolve`` maps a name the options do not list ("bf16", "trn2") to an option value, or raises
+    ValueError. ``None`` is allowed (no selection): the panel shows "pick a ..." instead of raising.
+    """
+
+    def __init__(self, *args: Any, resolve: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+        self._resolve = resolve
+        super().__init__(*args, **kwargs)
+
+    @validate("value")
+    def _validate_value(self, proposal: Any) -> Any:
+        value = proposal.value
+        if value is None:
+            return None
+        values = list(self._options_values)
+        if value in values:
+            return value
+        resolve = getattr(self, "_resolve", None)
+        if resolve is not None:
+            try:
+                alt = resolve(value)
+            except (ValueError, KeyError, TypeError):
+                alt = None
+            if alt in values:
+                return alt
+        shown = ", ".join(repr(v) for v in values)
+        raise TraitError(f"{self.description or 'choice'}={value!r} is not one of the choices: {shown}")
+
+
+def resolve_dtype(name: Any) -> str:
+    """'bf16' -> 'bfloat16' and 'bfloat16' -> 'bf16' etc. (the caller keeps whichever is an option)."""
+    key = str(name).strip().lower()
+    for long, shorts in DTYPE_ALIASES.items():
+        if key == long:
+            return shorts[0]
+        if key in shorts:
+            return long
+    raise ValueError(f"unknown dtype {name!r}")
+
+
+def dtype_choice(options: Iterable[Any], value: Any, description: str = "dtype", **kwargs: Any) -> Choice:
+    """A dtype dropdown that accepts the long and the short names ("bfloat16" and "bf16")."""
+    c = Choice(options=list(options), value=None, description=description, resolve=resolve_dtype, **kwargs)
+    c.value = value
+    return c
+
+
+def fit_labels(root: widgets.Widget) -> widgets.Widget:
+    """Give every control under ``root`` whose description width is the 80 px default a label as wide as
+    its text (``"initial"``), so no description is cut with an ellipsis; returns ``root``."""
+    stack = [root]
+    while stack:
+        w = stack.pop()
+        stack.extend(getattr(w, "children", ()) or ())
+        style = getattr(w, "style", None)
+        if getattr(w, "description", "") and style is not None and hasattr(style, "description_width"):
+            if not style.description_width:
+                style.description_width = "initial"
+    return root
+
+
+def missing_choices(controls: Iterable[Any]) -> str:
+    """"pick a <description>" for every control left at None ("" when every control has a value)."""
+    names = [getattr(w, "description", "") or "value" for w in controls if getattr(w, "value", 0) is None]
+    return ("pick a " + ", ".join(names) + " to see the result") if names else ""
 
 
 def show(out: widgets.Output, fig: Figure | None = None, text: str = "", error: str = "") -> None:

@@ -10,9 +10,8 @@ Thin wiring only: :func:`trnsim.tiling.simulate_coverage` runs the kernel on trn
 from __future__ import annotations
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 
-from trnsim.ui.render import show
+from trnsim.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.tiling import Coverage, TilingChoice, format_coverage, simulate_coverage
 from trnsim.viz.tiling import plot_coverage
 
@@ -69,16 +68,22 @@ class TilingPanel:
 
     def update(self) -> None:
         """Run the kernel for the current choice and redraw; rule errors go to the output area."""
+        missing = missing_choices([self.tile_p, self.tile_f])
+        if missing:
+            self.result, self.summary, self.error = None, "", missing
+            show(self.out, error=missing)
+            return
         self.result = simulate_coverage(self.choice())
         self.summary = format_coverage(self.result)
         self.error = self.result.error
-        fig, ax = plt.subplots(figsize=(8.0, 3.8))
+        fig = panel_figure((9.5, 3.8))
+        ax = fig.add_subplot()
         plot_coverage(ax, self.result)
-        fig.tight_layout()
+        cached_tight_layout(fig, type(self).__name__)
         text = self.summary.split("\n")[0] if self.error else self.summary
         show(self.out, fig, text, error=self.error)
 
     def show(self) -> widgets.Widget:
         controls = widgets.VBox([self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f,
                                  self.masked, self.fit])
-        return widgets.VBox([controls, self.out])
+        return fit_labels(widgets.VBox([controls, self.out]))

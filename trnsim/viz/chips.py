@@ -63,19 +63,22 @@ def plot_metric_bars(ax: Axes, rows: Sequence[Row], metric: str) -> None:
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlim(0, vmax * 1.25)
     ax.set_xlabel(f"{m.label} ({m.unit})")
-    as_of = sorted({r.price_as_of for r in have if r.price_as_of})
+    where = sorted({r.price_where.rsplit(", [", 1)[0] for r in have if r.price_where})
     title = m.label
-    if as_of:
-        title += f"\nOn-Demand prices as of {' / '.join(as_of)}"
+    if where:
+        title += f"\nOn-Demand prices: {' / '.join(where)}"
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", visible=False)
 
 
 def plot_price_performance(ax: Axes, dtype: str = "bf16") -> None:
     """Price vs peak compute for every priced instance, with lines of equal TFLOPS per dollar."""
-    pts = [(i, i.on_demand_usd_per_hour, i.peak_tflops(dtype)) for i in instances()
-           if i.on_demand_usd_per_hour is not None and i.peak_tflops(dtype) is not None]
-    family_colors = {"inf1": "#8c564b", "inf2": "#ff7f0e", "trn1": "#1f77b4"}
+    from trnsim.compare import price_quote
+
+    quotes = {i.name: price_quote(i) for i in instances()}
+    pts = [(i, quotes[i.name].usd_per_hour, i.peak_tflops(dtype)) for i in instances()
+           if quotes[i.name] is not None and i.peak_tflops(dtype) is not None]
+    family_colors = {"inf1": "#8c564b", "inf2": "#ff7f0e", "trn1": "#1f77b4", "trn1n": "#17becf"}
     # numbered markers plus a key: point labels would collide where instances share a price or compute level
     pts.sort(key=lambda p: (p[1], p[2]))
     for k, (inst, price, tf) in enumerate(pts, start=1):
@@ -94,8 +97,8 @@ def plot_price_performance(ax: Axes, dtype: str = "bf16") -> None:
     ax.set_yscale("log")
     ax.set_xlabel("On-Demand price (USD per hour)")
     ax.set_ylabel(f"peak dense {dtype.upper()} TFLOPS")
-    dates = sorted({i.price_as_of for i, _, _ in pts})
-    ax.set_title(f"Price vs peak {dtype.upper()} compute\nOn-Demand prices as of {' / '.join(dates)}", fontsize=10)
+    where = sorted({f"{quotes[i.name].region}, {quotes[i.name].as_of}" for i, _, _ in pts})
+    ax.set_title(f"Price vs peak {dtype.upper()} compute\nOn-Demand prices ({'; '.join(where)})", fontsize=9)
     for fam, col in family_colors.items():
         ax.scatter([], [], color=col, label=fam)
     ax.legend(frameon=False, fontsize=8, loc="lower right")

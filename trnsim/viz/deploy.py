@@ -71,8 +71,14 @@ def region_map(ax: Axes, origin: str = "Kuala Lumpur", extent: str = "asia", *, 
         lon[1:][jump] = np.nan
         ax.plot(lon, lat, color=style["color"], lw=0.8, alpha=0.5)
         size = 110 if code == MALAYSIA_REGION else 55
-        ax.scatter([r.lon_deg], [r.lat_deg], s=size, zorder=3, edgecolor="black", linewidth=0.6,
-                   label=label if status not in seen else None, **style)
+        if abs(r.lon_deg - o.lon_deg) < 1.5 and abs(r.lat_deg - o.lat_deg) < 1.5:
+            # the users sit on this region: draw it as a wide ring so the users' star stays visible inside
+            ring = dict(style, facecolors="none", edgecolors=style.pop("color"))
+            ax.scatter([r.lon_deg], [r.lat_deg], s=size * 4, zorder=3, linewidth=2.2,
+                       label=label if status not in seen else None, **ring)
+        else:
+            ax.scatter([r.lon_deg], [r.lat_deg], s=size, zorder=3, edgecolor="black", linewidth=0.6,
+                       label=label if status not in seen else None, **style)
         seen.add(status)
         if annotate_rtt and code != MALAYSIA_REGION:
             e = estimate_rtt(origin, code)
@@ -82,7 +88,8 @@ def region_map(ax: Axes, origin: str = "Kuala Lumpur", extent: str = "asia", *, 
         elif code == MALAYSIA_REGION:
             ax.annotate(f"{code}\n(Malaysia)", (r.lon_deg, r.lat_deg), xytext=(-8, -22),
                         textcoords="offset points", fontsize=7, fontweight="bold", ha="right")
-    ax.scatter([o.lon_deg], [o.lat_deg], marker="*", s=160, color="tab:red", zorder=4, label=f"users: {o.name}")
+    ax.scatter([o.lon_deg], [o.lat_deg], marker="*", s=220, color="tab:red", edgecolor="white", linewidth=0.8,
+               zorder=6, label=f"users: {o.name}")
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect("equal")

@@ -101,16 +101,15 @@ def plot_psum_map(ax: Any, plan: Any) -> Any:
     for b in range(banks):
         ax.text(b + 0.5, parts + 6, f"b{b}", ha="center", va="top", fontsize=7)
     over = need > banks
-    msg = (f"needs {need} banks:\n{need - banks} more than PSUM has" if over
-           else f"{need} of {banks} banks (2 KiB each)")
+    msg = f"needs {need} of {banks} banks" if over else f"{need} of {banks} banks (2 KiB each)"
     if not plan.fits_one_psum_bank:
-        msg += f"\none matmul output must fit one bank\n(free <= {plan.psum_bank_fmax} FP32 values)"
+        msg += f"\nfree > {plan.psum_bank_fmax}: too wide for one bank"
     ax.set_xlim(0, banks)
     ax.set_ylim(parts + 14, 0)
     ax.set_xticks([])
     ax.set_yticks([0, 64, parts])
     ax.set_ylabel("partition")
-    ax.set_title(f"PSUM, tiles as FP32 results: {msg}", fontsize=9, color="#c44e52" if over or not plan.fits_one_psum_bank
+    ax.set_title(f"PSUM, tiles as FP32 results:\n{msg}", fontsize=8.5, color="#c44e52" if over or not plan.fits_one_psum_bank
                  else "black")
     ax.grid(False)
     return ax

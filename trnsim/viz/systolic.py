@@ -1,9 +1,9 @@
 """Draw a weight-stationary systolic array at one clock cycle (see :mod:`trnsim.systolic`).
 
-Layout (one Axes, data units = one PE): the K x M array in the middle, the skewed queue of
-moving values waiting on the left (they march right one step per cycle), and the PSUM result
-grid below (column m = output partition m, row n = moving column n), filling up as sums leave
-the bottom of the array. Colour = which moving column n a value belongs to.
+Layout (one Axes, data units = one PE): the skewed queue of moving values waiting on the left
+(they march right one step per cycle), the K x M array, and the PSUM result grid on the right laid
+out like ``run.out`` (row m = PSUM partition m, column n = moving column n), filling up as sums
+leave the bottom of the array. Colour = which moving column n a value belongs to.
 
 Also the time-budget bars of one matmul estimate (notebook 01).
 """
@@ -30,21 +30,31 @@ def _fmt(v: float) -> str:
     return f"{v:.0f}" if float(v).is_integer() else f"{v:.2g}"
 
 
+def systolic_figsize(run: SystolicRun, width_in: float = 10.0) -> tuple[float, float]:
+    """Figure size (inches) that draws one :func:`plot_systolic_state` panel at a readable scale."""
+    units_w = (run.n + run.k - 1) + 1.6 + run.m + 1.4 + run.n + 0.4
+    units_h = max(run.k, run.m) + 2.6
+    return width_in, max(2.6, width_in * units_h / units_w + 0.5)
+
+
 def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_values: bool = True) -> Any:
     """Draw ``run`` at the end of ``cycle``. Returns the Axes.
 
-    Each PE box shows its weight ``w`` (top), the moving value passing through (coloured disc) and
-    the partial sum it sends down (bottom). Idle PEs are grey.
+    Left to right: the skewed queue of moving values waiting to enter (they march right one step per
+    cycle), the K x M PE array, and the PSUM result grid laid out like ``run.out`` (row m = PSUM
+    partition m, fed by array column m; column n = moving column n). Each PE box shows its weight
+    ``w`` (top), the moving value passing through (coloured disc) and the partial sum it sends down
+    (bottom). Idle PEs are grey. Colour = which moving column n a value belongs to.
     """
     import matplotlib.pyplot as plt
 
     st = run.state(cycle)
     k_dim, m_dim, n_dim = run.k, run.m, run.n
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 5))
+        _, ax = plt.subplots(figsize=systolic_figsize(run))
     colors = _colors(n_dim)
     queue_w = n_dim + k_dim - 1          # longest wait in the skewed queue
-    fs = 9 if max(k_dim, m_dim) <= 6 else 7
+    fs = 10 if max(k_dim, m_dim, n_dim) <= 8 else 8
     # --- the PE array: PE (k, m) is the unit square with lower-left corner (m, -k-1)
     for k in range(k_dim):
         for m in range(m_dim):
@@ -56,7 +66,7 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
                 ax.text(m + 0.5, -k - 0.2, f"w={_fmt(run.stationary[k, m])}", ha="center", va="center",
                         fontsize=fs - 1, color="#555555")
             if col >= 0:
-                ax.add_patch(plt.Circle((m + 0.5, -k - 0.5), 0.16, color=colors[col], zorder=3))
+                ax.add_patch(plt.Circle((m + 0.5, -k - 0.5), 0.17, color=colors[col], zorder=3))
                 if show_values:
                     ax.text(m + 0.5, -k - 0.5, _fmt(st.moving_value[k, m]), ha="center", va="center",
                             fontsize=fs - 1, color="white", zorder=4, fontweight="bold")
@@ -69,44 +79,45 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
             if wait <= 0:
                 continue
             x = -wait + 0.5
-            ax.add_patch(plt.Circle((x, -k - 0.5), 0.17, color=colors[n], alpha=0.9))
+            ax.add_patch(plt.Circle((x, -k - 0.5), 0.2, color=colors[n], alpha=0.9))
             if show_values:
                 ax.text(x, -k - 0.5, _fmt(run.moving[k, n]), ha="center", va="center", fontsize=fs - 1,
                         color="white", fontweight="bold")
         ax.plot([-queue_w - 0.3, 0.0], [-k - 0.5, -k - 0.5], color="#dddddd", lw=1, zorder=0)
         ax.text(-queue_w - 0.4, -k - 0.5, f"k={k}", ha="right", va="center", fontsize=fs)
-    # --- PSUM results below the array: row n, column m
-    top = -k_dim - 0.6
-    for n in range(n_dim):
-        for m in range(m_dim):
-            done = st.outputs_done[m, n]
-            y = top - n - 1
-            ax.add_patch(Rectangle((m + 0.1, y + 0.1), 0.8, 0.8, facecolor=colors[n] if done else _EMPTY,
-                                   alpha=0.85 if done else 1.0, edgecolor="#999999", lw=0.6))
-            if done and show_values:
-                ax.text(m + 0.5, y + 0.5, _fmt(run.out[m, n]), ha="center", va="center", fontsize=fs,
-                        color="white", fontweight="bold")
-        ax.text(-0.15, top - n - 0.5, f"n={n}", ha="right", va="center", fontsize=fs)
     for m in range(m_dim):
         ax.text(m + 0.5, 0.08, f"m={m}", ha="center", va="bottom", fontsize=fs)
-    # --- dataflow arrows and labels
-    ax.add_patch(FancyArrowPatch((-0.9, 0.8), (m_dim + 0.2, 0.8), arrowstyle="-|>", mutation_scale=10,
+    # --- PSUM results right of the array, laid out like run.out: row m (partition m), column n
+    x0 = m_dim + 1.4
+    for m in range(m_dim):
+        for n in range(n_dim):
+            done = st.outputs_done[m, n]
+            y = -m - 1
+            ax.add_patch(Rectangle((x0 + n + 0.06, y + 0.06), 0.88, 0.88, facecolor=colors[n] if done else _EMPTY,
+                                   alpha=0.85 if done else 1.0, edgecolor="#999999", lw=0.6))
+            if done and show_values:
+                ax.text(x0 + n + 0.5, y + 0.5, _fmt(run.out[m, n]), ha="center", va="center", fontsize=fs,
+                        color="white", fontweight="bold")
+        ax.text(x0 - 0.1, -m - 0.5, f"m={m}", ha="right", va="center", fontsize=fs - 1)
+    for n in range(n_dim):
+        ax.text(x0 + n + 0.5, 0.08, f"n={n}", ha="center", va="bottom", fontsize=fs - 1)
+    ax.text(x0 + n_dim / 2, 0.75, "PSUM out[m, n]", ha="center", va="bottom", fontsize=fs, color="#333333")
+    # --- dataflow labels
+    ax.add_patch(FancyArrowPatch((-queue_w - 0.3, 0.95), (m_dim, 0.95), arrowstyle="-|>", mutation_scale=10,
                                  color="#888888", lw=1))
-    ax.text(m_dim + 0.3, 0.8, "moving data\nflows right", fontsize=fs - 1, va="center", color="#666666")
-    ax.add_patch(FancyArrowPatch((m_dim + 0.25, -0.3), (m_dim + 0.25, -k_dim + 0.1), arrowstyle="-|>",
-                                 mutation_scale=10, color="#888888", lw=1))
-    ax.text(m_dim + 0.4, -k_dim / 2, "partial sums\nflow down", fontsize=fs - 1, va="center", color="#666666")
-    ax.text(m_dim / 2, top + 0.1, "PSUM: out[m, n] = sum over k of w[k, m] x moving[k, n]", ha="center",
-            va="bottom", fontsize=fs, color="#333333")
-    ax.text(-queue_w / 2, 0.8, "waiting to enter (skewed)", ha="center", va="center", fontsize=fs - 1,
-            color="#666666")
-    ax.set_xlim(-queue_w - 1.3, m_dim + 2.2)
-    ax.set_ylim(top - n_dim - 0.2, 1.3)
+    ax.text(-queue_w / 2, 1.05, "moving data waits (skewed), then flows right", ha="center", va="bottom",
+            fontsize=fs - 1, color="#666666")
+    ax.text(m_dim / 2, -k_dim - 0.1, "partial sums flow down;\ncolumn m's sum lands in PSUM row m",
+            ha="center", va="top", fontsize=fs - 1, color="#666666")
+    ax.text(x0 + n_dim / 2, -m_dim - 0.1, "= sum over k of w[k, m] x moving[k, n]", ha="center", va="top",
+            fontsize=fs - 1, color="#666666")
+    ax.set_xlim(-queue_w - 1.2, x0 + n_dim + 0.3)
+    ax.set_ylim(-max(k_dim, m_dim) - 1.1, 1.6)
     ax.set_aspect("equal")
     ax.axis("off")
     done = int(st.outputs_done.sum())
     ax.set_title(f"cycle {cycle} of {run.cycles - 1}: {st.active_pes} of {k_dim * m_dim} PEs busy, "
-                 f"{done} of {m_dim * n_dim} results in PSUM", fontsize=10)
+                 f"{done} of {m_dim * n_dim} results in PSUM", fontsize=fs + 1)
     return ax
 
 
@@ -158,9 +169,10 @@ def plot_tile_mapping(ax: Any, tiles: Any, highlight: tuple[int, int, int] = (0,
     """Draw C[M, N] = A[M, K] @ B[K, N] cut into ``nc_matmul`` tiles (a :class:`TileMapping`).
 
     A sits left of C and B above it, so the tiles line up along K. The highlighted
-    (m_tile, k_tile, n_tile) shows the operands of one instruction: A's tile is loaded transposed as
-    the stationary [K, M] tile, B's tile is the moving [K, N] tile, and the result accumulates into
-    C's [M, N] tile in PSUM over the K tiles.
+    (m_tile, k_tile, n_tile) shows the operands of one instruction. With A stationary, A's tile is
+    loaded transposed as the stationary [K, M] tile and B's is the moving [K, N] tile; with B
+    stationary (the short operand A moves), B's [K, N] tile stays and A's tile streams as [K, M],
+    producing the C tile transposed. Either way the result accumulates in PSUM over the K tiles.
     """
     m, n, k = tiles.m, tiles.n, tiles.k
     mi, ki, ni = highlight
@@ -204,8 +216,13 @@ def plot_tile_mapping(ax: Any, tiles: Any, highlight: tuple[int, int, int] = (0,
     ax.axis("off")
     ks, ms, ns = (min(tiles.k_tile, k - ki * tiles.k_tile), min(tiles.m_tile, m - mi * tiles.m_tile),
                   min(tiles.n_tile, n - ni * tiles.n_tile))
-    ax.set_title(f"one instruction (dark): A tile as stationary [{ks} x {ms}],\n"
-                 f"B tile as moving [{ks} x {ns}] -> C tile [{ms} x {ns}] in PSUM", fontsize=9)
+    if tiles.stationary == "A":
+        title = (f"one instruction (dark): A tile as stationary [{ks} x {ms}],\n"
+                 f"B tile as moving [{ks} x {ns}] -> C tile [{ms} x {ns}] in PSUM")
+    else:
+        title = (f"one instruction (dark): B tile as stationary [{ks} x {ns}],\n"
+                 f"A tile as moving [{ks} x {ms}] -> C.T tile [{ns} x {ms}] in PSUM")
+    ax.set_title(title, fontsize=9)
     return ax
 
 
@@ -215,4 +232,4 @@ def matplotlib_color(c: str) -> tuple:
     return to_rgb(c)
 
 
-__all__ = ["plot_systolic_state", "plot_pe_activity", "plot_time_budget", "plot_tile_mapping"]
+__all__ = ["systolic_figsize", "plot_systolic_state", "plot_pe_activity", "plot_time_budget", "plot_tile_mapping"]

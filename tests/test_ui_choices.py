@@ -1,0 +1,62 @@
+"""Panels accept every name the notebooks teach, name the valid choices on a bad value, and never
+raise on None (issue 14, classroom delivery)."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import pytest
+from traitlets import TraitError
+
+from trnsim.ui.intro import ChipExplorer
+from trnsim.ui.matmul import RooflinePanel
+from trnsim.ui.memory import MemoryPanel
+from trnsim.ui.render import dtype_choice, missing_choices, resolve_dtype
+
+
+def test_dtype_aliases_both_ways():
+    assert resolve_dtype("bf16") == "bfloat16" and resolve_dtype("bfloat16") == "bf16"
+    assert resolve_dtype("FP32") == "float32"
+    with pytest.raises(ValueError, match="unknown dtype"):
+        resolve_dtype("int4")
+    c = dtype_choice(["bfloat16", "float32"], "bf16")
+    assert c.value == "bfloat16"
+    c.value = "fp32"
+    assert c.value == "float32"
+    with pytest.raises(TraitError, match="'bfloat16', 'float32'"):
+        c.value = "int4"
+
+
+@pytest.mark.parametrize("panel_cls", [RooflinePanel, MemoryPanel])
+def test_matmul_and_memory_panels_take_taught_names(panel_cls):
+    p = panel_cls()
+    p.dtype.value = "bf16"
+    p.target.value = "trainium2"
+    assert p.dtype.value == "bfloat16" and p.target.value == "trn2"
+    assert p.error == "" and p.result.target == "trn2"
+    with pytest.raises(TraitError, match="'trn1', 'inf2', 'trn2', 'trn3'"):
+        p.target.value = "trn9"
+    p.dtype.value = None                        # no selection: a message, never an exception
+    assert p.result is None and p.error.startswith("pick a dtype")
+    assert any(o["output_type"] == "stream" and o["name"] == "stderr" for o in p.out.outputs)
+    p.dtype.value = "float32"
+    assert p.error == "" and p.result is not None
+
+
+def test_chip_explorer_takes_short_names_and_none():
+    e = ChipExplorer()
+    e.chip.value = "trn2"
+    assert e.chip.value == "trainium2" and "Trainium2" in e.summary
+    e.chip.value = None
+    assert e.error.startswith("pick a chip")
+    with pytest.raises(TraitError, match="'trainium2'"):
+        e.chip.value = "h100"
+
+
+def test_missing_choices_names_the_empty_controls():
+    class W:
+        def __init__(self, d, v):
+            self.description, self.value = d, v
+
+    assert missing_choices([W("dtype", None), W("target", "trn1")]) == "pick a dtype to see the result"
+    assert missing_choices([W("dtype", "bf16")]) == ""
