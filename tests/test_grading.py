@@ -223,6 +223,19 @@ def test_course_folder_layout(tmp_path):
         write_course(nbs / "course", nbs)
 
 
+def test_course_copies_show_the_collapsed_answer_cells(tmp_path):
+    (tmp_path / "nbs").mkdir()
+    nb = _exercise_notebook()
+    for cell in nb.cells:
+        if "solution" in cell.get("metadata", {}).get("tags", []):
+            cell.metadata["jupyter"] = {"source_hidden": True}
+    nbformat.write(nb, tmp_path / "nbs" / "01_x.ipynb")
+    write_course(tmp_path / "c", tmp_path / "nbs")
+    copy = nbformat.read(tmp_path / "c" / "source" / "01_x" / "01_x.ipynb", as_version=4)
+    answers = [c for c in copy.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    assert answers and not any(c.metadata.get("jupyter", {}).get("source_hidden") for c in answers)
+
+
 def test_fresh_course_config_sets_the_cell_timeout(tmp_path):
     (tmp_path / "nbs").mkdir()
     nbformat.write(_exercise_notebook(), tmp_path / "nbs" / "01_x.ipynb")

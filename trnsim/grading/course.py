@@ -44,6 +44,23 @@ class Assignment:
     points: float
 
 
+def show_answer_cells(nb) -> int:
+    """Un-collapse the answer cells of an assignment copy; returns how many were collapsed.
+
+    The repository's notebooks collapse worked solutions (``jupyter.source_hidden``) so a reader
+    does not see the answer at a glance; in a learner's assignment the same cell holds the stub to
+    fill in, and a collapsed stub would be easy to miss.
+    """
+    shown = 0
+    for cell in nb.cells:
+        jmeta = cell.get("metadata", {}).get("jupyter", {})
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and jmeta.pop("source_hidden", False):
+            shown += 1
+        if "jupyter" in cell.get("metadata", {}) and not jmeta:
+            del cell["metadata"]["jupyter"]
+    return shown
+
+
 def write_course(course_dir: str | Path, notebooks_dir: str | Path) -> list[Assignment]:
     """Write ``course_dir/nbgrader_config.py`` and one ``source/<assignment>/`` per notebook.
 
@@ -65,6 +82,7 @@ def write_course(course_dir: str | Path, notebooks_dir: str | Path) -> list[Assi
     assignments = []
     for path in found:
         nb, report = sync_notebook(nbformat.read(path, as_version=4), where=path.name)
+        show_answer_cells(nb)
         target = source / path.stem
         if target.exists():
             shutil.rmtree(target)
