@@ -80,14 +80,18 @@ def tensor_split(trace: Any, tl: Timeline, core: Any) -> TensorSplit:
 
 
 def dma_throughput_series(tl: Timeline, bytes_moved: np.ndarray, bins: int = 200,
-                          latency_ns: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """DMA throughput over time: (bin centres in us, GB/s in each bin, cumulative GB/s since the start).
-
-    Each transfer's bytes are spread evenly over its data-moving interval [end - data, end]."""
+                          time_range_us: tuple[float, float] | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DMA throughput over time: (bin centres in us, GB/s in each bin, cumulative GB/s since the kernel start),
+    over the whole run or ``time_range_us``. Each transfer's bytes are spread evenly over its data-moving
+    interval [end - data, end]."""
     if bins < 1:
         raise ValueError(f"dma_throughput_series: bins={bins} must be >= 1")
-    lat = float(latency_ns if latency_ns is not None else tl.latency_ns)
-    edges = np.linspace(0.0, max(lat, 1e-9), bins + 1)
+    lat = float(tl.latency_ns)
+    lo, hi = (0.0, max(lat, 1e-9)) if time_range_us is None else (1e3 * time_range_us[0], 1e3 * time_range_us[1])
+    if hi <= lo:
+        raise ValueError(f"dma_throughput_series: time_range_us={time_range_us} must have start < end")
+    edges = np.linspace(lo, hi, bins + 1)
     idx = np.flatnonzero((tl.engine == DMA) & (tl.dma_data_ns > 0))
     if idx.size == 0:
         z = np.zeros(bins)

@@ -115,11 +115,12 @@ class Profile:
     def dma_active_pct(self) -> float:
         return self.metrics.dma_active_time_pct
 
-    def dma_throughput(self, bins: int = 200) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """DMA throughput over time: (bin centres in us, GB/s per bin, cumulative GB/s)."""
+    def dma_throughput(self, bins: int = 200, time_range_us: tuple[float, float] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """DMA throughput over time: (bin centres in us, GB/s per bin, cumulative GB/s since the start)."""
         nbytes = np.fromiter((x.bytes_moved for x in self.trace.instructions), dtype=np.float64,
                              count=len(self.trace.instructions))
-        return dma_throughput_series(self.timeline, nbytes, bins)
+        return dma_throughput_series(self.timeline, nbytes, bins, time_range_us)
 
     def neuron_profile_table(self) -> str:
         """The summary numbers in neuron-profile's wording."""
@@ -321,7 +322,7 @@ def _summary(p: Profile) -> str:
                f"transfer pays in its queue); {p.dma_transfers:,} transfers of typically {b:,.0f} B per partition; "
                f"DMA active {p.metrics.dma_active_time_pct:.0f}% of the time.")
         advice = []
-        if dma_fixed > dma_data:
+        if dma_fixed > dma_data or b < small:
             advice.append(f"a queue starts one transfer per max({fixed_us:.1f} us, data time), so at {b:,.0f} B per "
                           "partition the transfer rate, not bandwidth, limits: move more bytes per transfer "
                           f"(>= {2 * small / 1024:.0f} KiB per partition saturates the engines) or fewer transfers")

@@ -321,8 +321,10 @@ def _capacity_tables(allocations: Any, core: Any, n: int, instructions: list[Ins
     for aid, a in onchip.items():
         kind = 0 if a.buffer == "sbuf" else 1
         parts = groups.get(aid)
-        if parts is None:
+        if parts is None or len(parts) < 2:     # one tile: the tracer's first/last use is the authority
             parts = [[0, a.bytes_per_partition, a.first_use, a.last_use]]
+        else:
+            parts = [[b0, b1, max(fu, a.first_use), min(max(lu, fu), a.last_use)] for b0, b1, fu, lu in parts]
         for b0, b1, fu, lu in parts:
             b = float(b1 - b0)
             if kind == 1:
@@ -400,6 +402,8 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
     queue_raw: dict[tuple, int] = {}
     dma_cache: dict[tuple, Any] = {}
     uniform_busy = 0.0
+    n_queues = int(model_data.value("dma_queues_per_engine"))
+    queue_names: list[str] = []
     queue_setup_free: list[float] = []     # per queue: when the next transfer's set-up may begin
     queue_data_free: list[float] = []      # per queue: end of its last transfer's data (in-order)
     queue_last: list[int] = []
@@ -462,10 +466,16 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                     qk = _queue_key(ins)
                     q = queue_ids.get(qk)
                     if q is None:
-                        q = queue_ids[qk] = len(queue_last)
-                        queue_setup_free.append(0.0)
-                        queue_data_free.append(0.0)
-                        queue_last.append(-1)
+                        q = len(queue_ids)
+                        if q >= n_queues:            # 16 queues per engine (N-DMA): later streams share them
+                            q = q % n_queues
+                            queue_names[q] += f" + {qk}" if len(queue_names[q]) < 60 else ""
+                        else:
+                            queue_names.append(qk)
+                            queue_setup_free.append(0.0)
+                            queue_data_free.append(0.0)
+                            queue_last.append(-1)
+                        queue_ids[qk] = q
                     queue_raw[qraw] = q
                 hit = dma_cache[dkey] = (plan, q)
             plan, q = hit
@@ -624,7 +634,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         dma_bytes_per_partition=np.asarray(dma_bpp, dtype=np.float64),
         dma_efficiency=np.asarray(dma_eff, dtype=np.float64),
         dma_touches_hbm=np.asarray(dma_hbm, dtype=bool),
-        queue_names=list(queue_ids),
+        queue_names=queue_names,
         dma_engine_busy_ns=np.asarray(dma_busy, dtype=np.float64) + uniform_busy,
         dma_engine_count=n_dma,
         opcodes=opcodes,
