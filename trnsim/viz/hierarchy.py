@@ -127,7 +127,7 @@ def plot_dma_curve(ax: Any, costs: Sequence[Any], *, thresholds: dict | None = N
     alone = np.array([c.gbytes_per_s for c in costs])
     queued = np.array([c.queued_gbytes_per_s for c in costs])
     ax.semilogx(x, alone, color="#c44e52", lw=2, label="one transfer alone (fixed ~1.3 us + data)")
-    ax.semilogx(x, queued, color="#4c72b0", lw=2, ls="--", label="many queued (fixed latency overlapped)")
+    ax.semilogx(x, queued, color="#4c72b0", lw=2, ls="--", label="back to back in one queue: max(fixed, data)")
     if ceiling_gbytes_per_s:
         ax.axhline(ceiling_gbytes_per_s, color="black", ls=":", lw=1,
                    label=f"DMA ceiling {ceiling_gbytes_per_s:,.0f} GB/s")
