@@ -113,3 +113,20 @@ def test_profile_figure_has_timeline_usage_and_throughput_rows(profs):
     plot_dma_throughput(p, ax, time_range_us=(0.0, p.latency_us / 2))
     assert ax.get_xlim() == (0.0, p.latency_us / 2)
     plt.close(fig)
+
+
+def test_published_vs_predicted_figure_places_each_row():
+    from trnsim.perf.validation import ValidationRow
+    from trnsim.viz.validation import plot_published_vs_predicted
+
+    rows = [ValidationRow("trn1 set", "trn1", s, "m:k", "k", "bfloat16", pub, pred)
+            for s, pub, pred in ((1, 50.0, 40.0), (2, 40.0, 41.0), (3, 20.0, 21.0), (4, 7.0, 6.5))]
+    fig, ax = plt.subplots()
+    plot_published_vs_predicted(rows, ax)
+    pts = ax.collections[-1].get_offsets()
+    assert [tuple(p) for p in pts] == [(r.published_ms, r.predicted_ms) for r in rows]
+    labels = [t.get_text() for t in ax.texts]
+    assert "trn1 s1 -20%" in labels and "trn1 s2 +2%" in labels
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no rows"):
+        plot_published_vs_predicted([])

@@ -324,7 +324,7 @@ def _summary(p: Profile) -> str:
         advice = []
         if dma_fixed > dma_data or b < small:
             advice.append(f"a queue starts one transfer per max({fixed_us:.1f} us, data time), so at {b:,.0f} B per "
-                          "partition the transfer rate, not bandwidth, limits: move more bytes per transfer "
+                          "partition the transfer rate, not bandwidth, limits: use larger tiles to move more bytes per transfer "
                           f"(>= {2 * small / 1024:.0f} KiB per partition saturates the engines) or fewer transfers")
         if p.engine_utilisation["dma"] > 0.5 or not advice:
             advice.append(f"the DMA engines are busy ({_pct(p.engine_utilisation['dma'])}), so move fewer bytes: reuse "

@@ -108,15 +108,18 @@ class Timeline:
 
 
 def _queue_key(ins: Instruction) -> str:
+    """Display name of a transfer's DMA queue: direction and HBM tensor, e.g. "load rhs", "store out#2"."""
     attrs = ins.attrs or {}
     api = str(attrs.get("api", "dma"))
+    src = ins.reads[0].buffer if ins.reads else "?"
+    dst = ins.writes[0].buffer if ins.writes else "?"
+    if api in ("dma_copy", "dma"):          # NKI 0.6 names one API for both directions
+        api = "load" if src == "hbm" and dst != "hbm" else ("store" if dst == "hbm" and src != "hbm" else api)
     hbm = [o for o in (ins.reads if api != "store" else ins.writes) if o.buffer == "hbm"] or \
           [o for o in ins.reads + ins.writes if o.buffer == "hbm"]
     if hbm:
         name = hbm[0].name or (f"out#{hbm[0].region.alloc_id}" if api == "store" else f"hbm#{hbm[0].region.alloc_id}")
         return f"{api} {name}"
-    src = ins.reads[0].buffer if ins.reads else "?"
-    dst = ins.writes[0].buffer if ins.writes else "?"
     return f"{api} {src}->{dst}"
 
 
