@@ -81,3 +81,22 @@ def test_small_transfers_are_rate_limited_and_two_queues_overlap_their_fixed_cos
 def test_stream_fraction_rejects_bad_sizes():
     with pytest.raises(ValueError, match="bytes_per_partition=0"):
         stream_throughput_fraction(0, dma_params(T1.core, T1.chip))
+
+
+def test_published_curve_is_scaled_to_the_core_peak_and_drawn_beside_the_model():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.matmul_math import dma_load_cost
+    from trnsim.perf.dma import published_curve
+    from trnsim.viz.hierarchy import plot_dma_curve
+
+    params = dma_params(T1.core, T1.chip)
+    pts = published_curve(params)
+    assert pts[0] == (256, pytest.approx(0.10 * 272.0))
+    fig, ax = plt.subplots()
+    plot_dma_curve(ax, [dma_load_cost(128, f) for f in (128, 1024, 8192)], published=pts)
+    assert [tuple(p) for p in ax.collections[0].get_offsets()] == [(b, pytest.approx(g)) for b, g in pts]
+    plt.close(fig)
