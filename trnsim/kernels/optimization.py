@@ -6,9 +6,9 @@ it in four steps. These are trnsim's own kernels taking the same steps, in the d
 ``nisa`` style (``nisa.dma_copy(dst=, src=)``, ``nisa.nc_matmul(dst, stationary, moving)``,
 ``nisa.tensor_copy(dst=, src=)``, ``nisa.tensor_tensor(dst=, data1=, data2=, op=)``,
 ``nisa.memset(dst=, value=)``), with every on-chip buffer allocated explicitly by ``nl.ndarray``. Where the
-tutorial keeps tiles in Python lists across loop iterations, these kernels allocate one multi-tile buffer
-before the loop (``nl.ndarray((K // 128, nl.par_dim(128), 128), ...)``) and fill it tile by tile: the same
-tiles, in the form trnsim.nki's current tile-lifetime rules accept.
+tutorial keeps tiles in Python lists across loop iterations, these kernels allocate one wide tile before
+the loop (e.g. ``nl.ndarray((128, (K // 128) * 128), ...)``, partition dimension first) and fill it slice by
+slice: the same tiles side by side along the free dimension, a form every NKI version accepts.
 
 1. ``opt_tiled``: for every [128, 512] output tile, load both operand tiles for each K step.
 2. ``opt_hoisted``: load a column of lhsT tiles once per M tile and the rhs column once per N tile.
@@ -77,16 +77,16 @@ def opt_hoisted(lhsT, rhs):
     K, M, N = _dims(lhsT, rhs, "opt_hoisted", M=TM, N=TN, K=TK)
     out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.hbm)
     for mi in nl.affine_range(M // TM):
-        a_col = nl.ndarray((K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        a_col = nl.ndarray((TK, (K // TK) * TM), dtype=lhsT.dtype, buffer=nl.sbuf)     # K/128 tiles side by side
         for ki in nl.affine_range(K // TK):
-            nisa.dma_copy(dst=a_col[ki], src=lhsT[ki * TK:(ki + 1) * TK, mi * TM:(mi + 1) * TM])
+            nisa.dma_copy(dst=a_col[:, ki * TM:(ki + 1) * TM], src=lhsT[ki * TK:(ki + 1) * TK, mi * TM:(mi + 1) * TM])
         for ni in nl.affine_range(N // TN):
-            b_col = nl.ndarray((K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype, buffer=nl.sbuf)
+            b_col = nl.ndarray((TK, (K // TK) * TN), dtype=rhs.dtype, buffer=nl.sbuf)
             for ki in nl.affine_range(K // TK):
-                nisa.dma_copy(dst=b_col[ki], src=rhs[ki * TK:(ki + 1) * TK, ni * TN:(ni + 1) * TN])
+                nisa.dma_copy(dst=b_col[:, ki * TN:(ki + 1) * TN], src=rhs[ki * TK:(ki + 1) * TK, ni * TN:(ni + 1) * TN])
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
             for ki in nl.affine_range(K // TK):
-                nisa.nc_matmul(acc, a_col[ki], b_col[ki])
+                nisa.nc_matmul(acc, a_col[:, ki * TM:(ki + 1) * TM], b_col[:, ki * TN:(ki + 1) * TN])
             staged = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_copy(dst=staged, src=acc)
             nisa.dma_copy(dst=out[mi * TM:(mi + 1) * TM, ni * TN:(ni + 1) * TN], src=staged)
@@ -102,23 +102,26 @@ def opt_block_free(lhsT, rhs, tiles_m: int = 2, tiles_n: int = 2):
     K, M, N = _dims(lhsT, rhs, "opt_block_free", M=BM, N=BN, K=TK)
     out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.hbm)
     for mb in nl.affine_range(M // BM):
-        a_blk = nl.ndarray((tiles_m, K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        KT = K // TK
+        a_blk = nl.ndarray((TK, tiles_m * KT * TM), dtype=lhsT.dtype, buffer=nl.sbuf)   # tile (bm, ki) at bm*KT+ki
         for bm in nl.affine_range(tiles_m):
             c0 = (mb * tiles_m + bm) * TM
-            for ki in nl.affine_range(K // TK):
-                nisa.dma_copy(dst=a_blk[bm, ki], src=lhsT[ki * TK:(ki + 1) * TK, c0:c0 + TM])
+            for ki in nl.affine_range(KT):
+                j = bm * KT + ki
+                nisa.dma_copy(dst=a_blk[:, j * TM:(j + 1) * TM], src=lhsT[ki * TK:(ki + 1) * TK, c0:c0 + TM])
         for nb in nl.affine_range(N // BN):
             for bn in nl.affine_range(tiles_n):
                 # one rhs column at a time: at fp32 and K = 8192 a whole [2 x K x 512] rhs block (256 KiB per
                 # partition) does not fit in trn2's SBUF next to the lhsT block; the traffic is the same
                 c0 = (nb * tiles_n + bn) * TN
-                b_col = nl.ndarray((K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                for ki in nl.affine_range(K // TK):
-                    nisa.dma_copy(dst=b_col[ki], src=rhs[ki * TK:(ki + 1) * TK, c0:c0 + TN])
+                b_col = nl.ndarray((TK, KT * TN), dtype=rhs.dtype, buffer=nl.sbuf)
+                for ki in nl.affine_range(KT):
+                    nisa.dma_copy(dst=b_col[:, ki * TN:(ki + 1) * TN], src=rhs[ki * TK:(ki + 1) * TK, c0:c0 + TN])
                 for bm in nl.affine_range(tiles_m):
                     acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-                    for ki in nl.affine_range(K // TK):
-                        nisa.nc_matmul(acc, a_blk[bm, ki], b_col[ki])
+                    for ki in nl.affine_range(KT):
+                        j = bm * KT + ki
+                        nisa.nc_matmul(acc, a_blk[:, j * TM:(j + 1) * TM], b_col[:, ki * TN:(ki + 1) * TN])
                     staged = nl.ndarray((TM, TN), dtype=out.dtype, buffer=nl.sbuf)
                     nisa.tensor_copy(dst=staged, src=acc)
                     r0 = (mb * tiles_m + bm) * TM
@@ -138,33 +141,37 @@ def opt_block_all(lhsT, rhs, tiles_m: int = 16, tiles_n: int = 2, tiles_k: int =
     out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.hbm)
     for nb in nl.affine_range(N // BN):
         # fp32 partial sums of all M rows of this N block: one [128, 512] tile per (M tile, N tile)
-        partial = nl.ndarray((M // TM, tiles_n, nl.par_dim(TM), TN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        # tile (mt, bn) of the partial sums sits at free offset (mt * tiles_n + bn) * TN
+        partial = nl.ndarray((TM, (M // TM) * tiles_n * TN), dtype=lhsT.dtype, buffer=nl.sbuf)
         for mt in nl.affine_range(M // TM):
             for bn in nl.affine_range(tiles_n):
-                nisa.memset(dst=partial[mt, bn], value=0.0)
+                j = mt * tiles_n + bn
+                nisa.memset(dst=partial[:, j * TN:(j + 1) * TN], value=0.0)
         for kb in nl.sequential_range(K // BK):
-            b_rows = nl.ndarray((tiles_k, nl.par_dim(TK), BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            b_rows = nl.ndarray((TK, tiles_k * BN), dtype=rhs.dtype, buffer=nl.sbuf)     # row bk at bk * BN
             for bk in nl.affine_range(tiles_k):
                 r0 = (kb * tiles_k + bk) * TK
-                nisa.dma_copy(dst=b_rows[bk], src=rhs[r0:r0 + TK, nb * BN:(nb + 1) * BN])
+                nisa.dma_copy(dst=b_rows[:, bk * BN:(bk + 1) * BN], src=rhs[r0:r0 + TK, nb * BN:(nb + 1) * BN])
             for mb in nl.affine_range(M // BM):
-                a_rows = nl.ndarray((tiles_k, nl.par_dim(TK), BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                a_rows = nl.ndarray((TK, tiles_k * BM), dtype=lhsT.dtype, buffer=nl.sbuf)  # row bk at bk * BM
                 for bk in nl.affine_range(tiles_k):
                     r0 = (kb * tiles_k + bk) * TK
-                    nisa.dma_copy(dst=a_rows[bk], src=lhsT[r0:r0 + TK, mb * BM:(mb + 1) * BM])
+                    nisa.dma_copy(dst=a_rows[:, bk * BM:(bk + 1) * BM], src=lhsT[r0:r0 + TK, mb * BM:(mb + 1) * BM])
                 for bn in nl.affine_range(tiles_n):
                     for bm in nl.affine_range(tiles_m):
                         acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
                         for bk in nl.affine_range(tiles_k):
-                            nisa.nc_matmul(acc, a_rows[bk, :, bm * TM:(bm + 1) * TM],
-                                           b_rows[bk, :, bn * TN:(bn + 1) * TN])
-                        dst = partial[mb * tiles_m + bm, bn]
+                            a0, b0 = bk * BM + bm * TM, bk * BN + bn * TN
+                            nisa.nc_matmul(acc, a_rows[:, a0:a0 + TM], b_rows[:, b0:b0 + TN])
+                        j = (mb * tiles_m + bm) * tiles_n + bn
+                        dst = partial[:, j * TN:(j + 1) * TN]
                         nisa.tensor_tensor(dst=dst, data1=dst, data2=acc, op=nl.add)
         for mb in nl.affine_range(M // BM):
             for bm in nl.affine_range(tiles_m):
                 packed = nl.ndarray((TM, BN), dtype=nl.float32, buffer=nl.sbuf)
                 for bn in nl.affine_range(tiles_n):
-                    nisa.tensor_copy(dst=packed[0:TM, bn * TN:(bn + 1) * TN], src=partial[mb * tiles_m + bm, bn])
+                    j = (mb * tiles_m + bm) * tiles_n + bn
+                    nisa.tensor_copy(dst=packed[0:TM, bn * TN:(bn + 1) * TN], src=partial[:, j * TN:(j + 1) * TN])
                 r0 = (mb * tiles_m + bm) * TM
                 nisa.dma_copy(dst=out[r0:r0 + TM, nb * BN:(nb + 1) * BN], src=packed[0:TM, 0:BN])
     return out
