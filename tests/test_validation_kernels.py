@@ -59,3 +59,30 @@ def test_unmodelled_effects_are_listed():
 def test_unknown_target_is_a_clear_error():
     with pytest.raises(ValueError, match="published kernel rows exist for"):
         published_vs_predicted("trn9")
+
+
+def test_optimization_kernels_compute_the_matmul_at_a_small_size():
+    import numpy as np
+
+    from trnsim.kernels.optimization import OPTIMIZATION_STEPS, opt_block_all
+    from trnsim.perf import profile
+
+    rng = np.random.default_rng(0)
+    a = rng.random((1024, 1024), dtype=np.float32)
+    b = rng.random((1024, 2048), dtype=np.float32)
+    for k in OPTIMIZATION_STEPS:
+        kw = {"tiles_m": 2, "tiles_n": 2, "tiles_k": 2} if k is opt_block_all else {}
+        p = profile(k, a, b, target="trn2", **kw)
+        np.testing.assert_allclose(np.asarray(p.outputs, dtype=np.float32), a.T @ b, rtol=1e-4)
+        assert p.matmul_instruction_count == 2 * (1024 // 128) * (1024 // 128) * (2048 // 512)
+
+
+def test_optimization_kernels_reject_shapes_that_do_not_tile():
+    import numpy as np
+
+    from trnsim.kernels.optimization import opt_block_free
+    from trnsim.nki import KernelError
+    from trnsim.perf import profile
+
+    with pytest.raises((ValueError, KernelError), match="N=1536 is not a multiple of 1024"):
+        profile(opt_block_free, np.ones((256, 256), np.float32), np.ones((256, 1536), np.float32), target="trn2")
