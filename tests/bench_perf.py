@@ -2,7 +2,11 @@
 
 - timing-only profile of matmul journey stage 1 at lhsT [8192, 4096] @ rhs [8192, 8192] bf16 on trn1
   (~99k instructions): tracing + scheduling, and scheduling alone (instructions per second);
-- numerics on: simulation of a 1024^3 bf16 matmul kernel vs plain numpy on the same data.
+- numerics on: simulation of a 1024^3 bf16 matmul kernel vs plain numpy on the same data;
+- timing-only costing of every validation kernel (data/kernel_validation.json: the four trn1 matmul
+  tutorial stages and the four trn2 kernel-optimization stages at full size): tracing, scheduling
+  (instructions per second) and the whole profile, each recorded in extra_info. The perf side
+  (schedule + profile) must stay under 10 s per kernel.
 """
 import time
 
@@ -16,6 +20,9 @@ import trnsim.nki.typing as nt
 from trnsim.kernels import matmul_fully_blocked, matmul_tiled
 from trnsim.perf.profile import profile_trace
 from trnsim.perf.schedule import schedule
+from trnsim.perf.validation import _kernel, _spec, validation_data
+
+ROWS = validation_data()["rows"]
 
 BIG = (nt.tensor[[8192, 4096], nl.bfloat16], nt.tensor[[8192, 8192], nl.bfloat16])
 
@@ -67,3 +74,25 @@ def test_bench_simulate_matmul_1024_numerics(benchmark):
     out = benchmark.pedantic(nki.simulate_kernel, args=(matmul_fully_blocked, a, b), rounds=3, iterations=1)
     ref = a.astype(np.float32).T @ b.astype(np.float32)
     np.testing.assert_allclose(out.astype(np.float32), ref, rtol=1e-2, atol=1e-2 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['target']}-stage{r['stage']}" for r in ROWS])
+def test_bench_timing_only_costing_of_validation_kernels(benchmark, row):
+    kern = _kernel(row["kernel"])
+    t0 = time.perf_counter()
+    _, trace = nki.trace_kernel(kern, *_spec(row["dtype"]), target=row["target"], numerics=False,
+                                **row.get("kwargs", {}))
+    trace_s = time.perf_counter() - t0
+    p = benchmark.pedantic(profile_trace, args=(trace, row["target"]), rounds=1, iterations=1)
+    t1 = time.perf_counter()
+    schedule(trace, row["target"])
+    sched_s = time.perf_counter() - t1
+    n = len(trace.instructions)
+    perf_s = benchmark.stats.stats.max if benchmark.stats else sched_s
+    benchmark.extra_info.update({"instructions": n, "trace_s": round(trace_s, 2), "schedule_s": round(sched_s, 2),
+                                 "schedule_instructions_per_s": round(n / sched_s),
+                                 "simulated_latency_ms": round(p.latency_us / 1e3, 2)})
+    print(f"{row['target']} stage {row['stage']}: {n:,} instructions, trace {trace_s:.1f} s, schedule {sched_s:.2f} s "
+          f"({n / sched_s:,.0f} instr/s), profile {perf_s:.2f} s")
+    assert p.latency_us > 0
+    assert sched_s < 10.0

@@ -60,7 +60,8 @@ def test_summary_names_dma_bottleneck_with_small_payload_advice():
     p = profile_trace(_trace(instrs, allocs), "trn1")
     assert p.bottleneck == "dma"
     s = p.summary()
-    assert s.count("DMA-bound") == 1 and "128 B per partition" in s and "larger tiles" in s
+    assert s.count("DMA-bound") == 1 and "128 B per partition" in s and "more bytes per transfer" in s
+    assert "not bandwidth" in s and "Matmul" not in s
 
 
 def test_summary_names_tensor_bottleneck():

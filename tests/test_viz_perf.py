@@ -13,7 +13,7 @@ from trnsim.kernels import MATMUL_JOURNEY, matmul_fully_blocked, softmax  # noqa
 from trnsim.viz.compare import plot_compare  # noqa: E402
 from trnsim.viz.memory import plot_occupancy  # noqa: E402
 from trnsim.viz.roofline import plot_roofline  # noqa: E402
-from trnsim.viz.timeline import plot_timeline, timeline_rows  # noqa: E402
+from trnsim.viz.timeline import plot_dma_throughput, plot_profile, plot_timeline, timeline_rows  # noqa: E402
 
 SPEC = (nt.tensor[[1024, 512], nl.bfloat16], nt.tensor[[1024, 1024], nl.bfloat16])
 
@@ -27,14 +27,19 @@ def test_timeline_has_one_row_per_used_engine_and_dma_queue(profs):
     p = profs[-1]
     rows = timeline_rows(p)
     labels = [r[0] for r in rows]
-    assert labels[:2] == ["Tensor", "Vector"]
+    assert labels[:3] == ["Tensor", "TensorMatrix", "Vector"]      # neuron-profile's row names
     assert any(lab.startswith("DMA load lhsT") for lab in labels)
     assert any(lab.startswith("DMA store") for lab in labels)
-    # every instruction appears in exactly one row
-    assert sum(len(r[2]) for r in rows) == p.instructions - int((p.timeline.engine == 5).sum())
+    # every instruction appears in exactly one row (TensorMatrix repeats the Tensor row's matmuls)
+    assert sum(len(r[2]) for r in rows if r[0] != "TensorMatrix") == p.instructions - int((p.timeline.engine == 5).sum())
     fig, ax = plt.subplots()
     plot_timeline(p, ax)
-    assert len(ax.collections) == len(rows)
+    n_dma = sum(1 for r in rows if r[1] == "dma")
+    assert len(ax.collections) == len(rows) + n_dma            # DMA rows: data bars + faded set-up bars
+    # TensorMatrix bars (MultiplyMoving) lie inside the Tensor bars and cover no more time
+    split = p.tensor_split
+    tl = p.timeline
+    assert np.all(tl.end_ns[split.index] - split.multiply_moving_ns >= tl.start_ns[split.index] - 1e-9)
     assert ax.get_xlim()[1] == pytest.approx(p.latency_us)
     plt.close(fig)
 
@@ -88,3 +93,40 @@ def test_softmax_timeline_draws_scalar_and_vector_rows():
     p = nki.profile(softmax, x, numerics=False)
     labels = [r[0] for r in timeline_rows(p)]
     assert "Scalar" in labels and "Vector" in labels
+
+
+def test_profile_figure_has_timeline_usage_and_throughput_rows(profs):
+    p = profs[0]
+    fig = plot_profile(p)
+    axes = fig.get_axes()
+    assert len(axes) == 3
+    assert "HFU" in axes[0].get_title() and "bound: dma" in axes[0].get_title()
+    assert axes[1].get_ylabel() == "usage %" and axes[2].get_ylabel() == "GB/s"
+    # the throughput row integrates to the bytes the DMA moved
+    centres, per_bin, cum = p.dma_throughput(100)
+    width_ns = p.latency_us * 1e3 / 100
+    assert float(per_bin.sum() * width_ns) == pytest.approx(p.dma_bytes, rel=1e-6)
+    assert cum[-1] == pytest.approx(p.dma_bytes / (p.latency_us * 1e3), rel=1e-6)
+    assert per_bin.max() <= p.hbm_peak_gbytes_per_s * 1.0001
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plot_dma_throughput(p, ax, time_range_us=(0.0, p.latency_us / 2))
+    assert ax.get_xlim() == (0.0, p.latency_us / 2)
+    plt.close(fig)
+
+
+def test_published_vs_predicted_figure_places_each_row():
+    from trnsim.perf.validation import ValidationRow
+    from trnsim.viz.validation import plot_published_vs_predicted
+
+    rows = [ValidationRow("trn1 set", "trn1", s, "m:k", "k", "bfloat16", pub, pred)
+            for s, pub, pred in ((1, 50.0, 40.0), (2, 40.0, 41.0), (3, 20.0, 21.0), (4, 7.0, 6.5))]
+    fig, ax = plt.subplots()
+    plot_published_vs_predicted(rows, ax)
+    pts = ax.collections[-1].get_offsets()
+    assert [tuple(p) for p in pts] == [(r.published_ms, r.predicted_ms) for r in rows]
+    labels = [t.get_text() for t in ax.texts]
+    assert "trn1 s1 -20%" in labels and "trn1 s2 +2%" in labels
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no rows"):
+        plot_published_vs_predicted([])

@@ -52,11 +52,15 @@ def matmul(k: int, m: int, n: int, dtype: str = "bfloat16", **kw) -> Instruction
     return instruction("nc_matmul", "tensor", (stat, mov), (out,), flops=2 * k * m * n, free_elements=n, **kw)
 
 
-def load(partitions: int, free: int, dtype: str = "bfloat16", *, hbm_row_bytes: int | None = None, **kw) -> Instruction:
-    """``nl.load`` of a [partitions, free] tile from HBM into SBUF (one dma_copy)."""
+def load(partitions: int, free: int, dtype: str = "bfloat16", *, hbm_row_bytes: int | None = None,
+         hbm_alloc_id: int | None = None, **kw) -> Instruction:
+    """``nl.load`` of a [partitions, free] tile from HBM into SBUF (one dma_copy).
+
+    Loads that pass the same ``hbm_alloc_id`` read one HBM tensor and so share one DMA queue (the queue
+    rule of trnsim.perf.schedule); by default every load reads its own tensor."""
     item = _ITEMSIZE[dtype]
     bpp = free * item
-    src = operand((partitions, free), dtype, "hbm", contiguous_bytes=hbm_row_bytes or bpp)
+    src = operand((partitions, free), dtype, "hbm", contiguous_bytes=hbm_row_bytes or bpp, alloc_id=hbm_alloc_id)
     dst = operand((partitions, free), dtype, "sbuf")
     attrs = {"api": "load", "partitions": partitions, "bytes_per_partition": bpp, "src": "hbm", "dst": "sbuf"}
     attrs.update(kw.pop("attrs", {}) or {})

@@ -71,13 +71,77 @@ def _version(core: Any) -> str:
     return str(getattr(core, "version", "NC-v2"))
 
 
-def matmul_cycles(n_stationary: int, n_moving: int, fp32: bool, mm_init_cycles: float) -> float:
-    """TensorE ``nc_matmul``: ``max(min(64, N_stationary), N_moving)``, x4 for fp32 (N-ISA25).
+def matmul_cycles(n_stationary: int, n_moving: int, fp32: bool, mm_init_cycles: float,
+                  passes: float | None = None) -> float:
+    """TensorE ``nc_matmul`` issue interval: ``max(min(64, N_stationary), N_moving)`` x passes (N-ISA25, N-ARCH2).
 
-    64 is MM_INIT_LATENCY (N-ARCH2), passed in from the catalog.
+    64 is MM_INIT_LATENCY (N-ARCH2), passed in from the catalog (the fixed start-up latency of a matmul).
+    ``passes`` is the dtype's cycle multiplier (data/tensor_engine.json ``matmul_passes``); when omitted,
+    fp32 takes 4 passes and every other dtype 1 (the rate on every generation so far).
     """
     cycles = max(min(mm_init_cycles, n_stationary), n_moving)
-    return 4.0 * cycles if fp32 else float(cycles)
+    if passes is None:
+        passes = 4.0 if fp32 else 1.0
+    return float(passes) * cycles
+
+
+def matmul_passes(core: Any, dtype: str) -> float:
+    """Passes through the PE array of one MultiplyMoving for operands of ``dtype`` (data/tensor_engine.json)."""
+    table = _tensor_engine_data()["matmul_passes"]
+    version = _version(core)
+    if version not in table:
+        raise CostModelError(f"data/tensor_engine.json matmul_passes has no entry for NeuronCore {version}; "
+                             f"known: {sorted(table)}")
+    rates = table[version]["value"]
+    return float(rates.get(dtype, rates["bfloat16"]))
+
+
+def _tensor_engine_data() -> dict:
+    from trnsim.datafiles import load_json
+
+    return load_json("tensor_engine.json")
+
+
+@dataclass(frozen=True)
+class MatmulSplit:
+    """How the profiler sees one nc_matmul: LoadWeights then MultiplyMoving (data/tensor_engine.json), in engine
+    cycles. ``issue_cycles`` (the pair's issue interval, background LoadStationary overlapping the previous
+    MultiplyMoving) is what the scheduler charges."""
+
+    load_weights_cycles: float
+    multiply_moving_cycles: float
+    issue_cycles: float
+    passes: float
+
+
+def matmul_split(instr: Instruction, core: Any) -> MatmulSplit:
+    """LoadWeights / MultiplyMoving cycles of an ``nc_matmul`` (or Tensor Engine transpose) instruction.
+
+    LoadWeights of an M-column stationary takes M / 4 cycles x passes ('fast LoadStationary, up to 4x faster
+    than a MultiplyMoving of the same free size', N-ARCH2); MultiplyMoving takes max(N_moving, MM_INIT_LATENCY)
+    x passes. The issue interval is the documented nc_matmul formula.
+    """
+    c = core.cost
+    attrs = instr.attrs or {}
+    init = float(c.mm_init_latency_cycles)
+    if instr.opcode == "nc_transpose":
+        src = instr.reads[0] if instr.reads else None
+        p = src.shape[0] if src is not None else instr.partitions
+        f = _free_size(src) if src is not None else max(int(instr.free_elements), 1)
+        passes = matmul_passes(core, src.dtype) if src is not None else 1.0
+        issue = tensor_transpose_cycles(p, f, init)
+        return MatmulSplit(f / _ls_speedup() * passes, min(issue, max(p, init)), issue, passes)
+    stat, mov = instr.reads[0], instr.reads[1]
+    n_stat = int(attrs.get("stationary_free", attrs.get("n_stationary", _free_size(stat))))
+    n_mov = int(attrs.get("moving_free", attrs.get("n_moving", _free_size(mov))))
+    passes = max(matmul_passes(core, stat.dtype), matmul_passes(core, mov.dtype))
+    issue = matmul_cycles(n_stat, n_mov, False, init, passes)
+    mm = min(issue, max(n_mov, init) * passes)
+    return MatmulSplit(n_stat / _ls_speedup() * passes, mm, issue, passes)
+
+
+def _ls_speedup() -> float:
+    return float(_tensor_engine_data()["load_stationary_speedup"]["value"])
 
 
 def tensor_transpose_cycles(partitions: int, free: int, mm_init_cycles: float) -> float:
@@ -131,12 +195,9 @@ def compute_cycles(instr: Instruction, core: Any) -> CycleCost:
         if len(instr.reads) < 2:
             raise CostModelError(f"nc_matmul instruction {instr.index} needs (stationary, moving) reads, "
                                  f"got {len(instr.reads)} operands")
-        stat, mov = instr.reads[0], instr.reads[1]
-        n_stat = int(attrs.get("stationary_free", attrs.get("n_stationary", _free_size(stat))))
-        n_mov = int(attrs.get("moving_free", attrs.get("n_moving", _free_size(mov))))
-        fp32 = stat.dtype == "float32" or mov.dtype == "float32"
-        cyc = matmul_cycles(n_stat, n_mov, fp32, float(c.mm_init_latency_cycles))
-        return CycleCost(cyc, ("4*" if fp32 else "") + "max(min(64, N_stationary), N_moving)")
+        split = matmul_split(instr, core)
+        mult = f"{split.passes:g}*" if split.passes != 1 else ""
+        return CycleCost(split.issue_cycles, mult + "max(min(64, N_stationary), N_moving)")
 
     if op == "nc_transpose" and eng == "tensor":
         src = instr.reads[0] if instr.reads else None
@@ -265,7 +326,8 @@ def tensor_peak_tflops(core: Any, fp32: bool = False) -> float:
 
 
 __all__ = [
-    "COMPUTE_ENGINES", "CostModelError", "CycleCost", "compute_cycles", "matmul_cycles",
+    "COMPUTE_ENGINES", "CostModelError", "CycleCost", "compute_cycles", "matmul_cycles", "matmul_passes",
+    "MatmulSplit", "matmul_split",
     "tensor_transpose_cycles", "engine_clock_ghz", "dependent_overhead_cycles", "dependent_overhead_ns",
     "instruction_cost_ns", "tensor_peak_tflops",
 ]

@@ -7,8 +7,11 @@ Facts (hardware.md section 5, nki.md section 4.4):
   (TRN1/2/3, N-DMABW); why this and not the theoretical 27.2 / 38.4 GB/s is recorded in
   data/perf_model.json (``dma_engine_rate_choice``).
 - a fixed ~1,300 ns per transfer for descriptor setup, synchronisation and semaphore-to-start
-  (N-DMABW, catalog ``dma_fixed_cost_ns``), modelled as latency (see perf_model.json).
-- each contiguous run ("DMA buffer", at least one per partition) carries a descriptor cost
+  (N-DMABW, catalog ``dma_fixed_cost_ns``). Within a queue the set-up of the next transfer overlaps the
+  data of the current one, so a lone transfer takes ``fixed + data`` but a queue issues one transfer per
+  ``max(fixed, data)`` (perf_model.json ``dma_queue_occupancy``; ``DmaPlan.queue_ns``): a stream of small
+  transfers in one queue is limited by the transfer rate, not by bandwidth.
+- a partition row split into several contiguous runs pays a descriptor cost per extra run
   (perf_model.json ``dma_descriptor_overhead_bytes``: the documented 256 B overhead-bound threshold).
 - the chip's HBM bandwidth divided by its NeuronCores caps the aggregate rate of a core's
   DMA engines for transfers that touch HBM.
@@ -73,6 +76,12 @@ class DmaPlan:
     touches_hbm: bool
     data_ns_per_engine: float           # time each engine moves data (without the fixed latency)
     efficiency: float                   # descriptor efficiency: payload / (payload + overhead)
+    fixed_ns: float = 0.0               # per-transfer fixed cost (catalog dma_fixed_cost_ns)
+
+    @property
+    def queue_ns(self) -> float:
+        """Time the transfer occupies its queue: ``max(fixed, data)`` (perf_model.json dma_queue_occupancy)."""
+        return max(self.fixed_ns, self.data_ns_per_engine)
 
 
 def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
@@ -91,18 +100,44 @@ def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
     n_eng = max(1, min(params.engines, math.ceil(parts / params.partitions_per_engine)))
     parts_per_eng = math.ceil(parts / n_eng)
     bytes_e = parts_per_eng * bpp
-    descs_e = parts_per_eng * descs_per_partition
+    extra_descs_e = parts_per_eng * (descs_per_partition - 1) if descs_per_partition > 1 else 0
     buffers = {o.buffer for o in instr.reads + instr.writes}
     touches_hbm = "hbm" in buffers or not buffers
     rate = params.hbm_capped_engine_bytes_per_ns if touches_hbm else params.engine_bytes_per_ns
-    data_ns = (bytes_e + descs_e * params.descriptor_overhead_bytes) / rate if nbytes > 0 else 0.0
-    eff = bytes_e / (bytes_e + descs_e * params.descriptor_overhead_bytes) if bytes_e > 0 else 0.0
-    return DmaPlan(n_eng, nbytes, parts, bpp, desc, descs_e, bytes_e, touches_hbm, data_ns, eff)
+    overhead_b = extra_descs_e * params.descriptor_overhead_bytes
+    data_ns = (bytes_e + overhead_b) / rate if nbytes > 0 else 0.0
+    eff = bytes_e / (bytes_e + overhead_b) if bytes_e > 0 else 0.0
+    return DmaPlan(n_eng, nbytes, parts, bpp, desc, parts_per_eng * descs_per_partition, bytes_e, touches_hbm,
+                   data_ns, eff, params.fixed_ns)
 
 
 def dma_cost_ns(instr: Instruction, params: DmaParams) -> float:
-    """Isolated transfer time in ns: fixed latency + the slowest engine's data time."""
+    """Latency of one isolated transfer in ns: fixed cost, then the slowest engine's data time.
+    (Back to back in one queue, transfers follow each other every ``DmaPlan.queue_ns``.)"""
     return params.fixed_ns + dma_plan(instr, params).data_ns_per_engine
 
 
-__all__ = ["DmaParams", "DmaPlan", "dma_params", "dma_plan", "dma_cost_ns"]
+def stream_throughput_fraction(bytes_per_partition: float, params: DmaParams, partitions: int = 128) -> float:
+    """Steady-state throughput of back-to-back [partitions, bytes_per_partition] HBM loads in ONE queue, as a
+    fraction of the core's DMA peak: bytes per transfer / (queue time x peak). Pure formula of the model,
+    checked against the published curve (data/dma_throughput_curve.json)."""
+    if bytes_per_partition <= 0 or partitions <= 0:
+        raise ValueError(f"stream_throughput_fraction: bytes_per_partition={bytes_per_partition} and "
+                         f"partitions={partitions} must be > 0")
+    n_eng = max(1, min(params.engines, math.ceil(partitions / params.partitions_per_engine)))
+    bytes_e = math.ceil(partitions / n_eng) * bytes_per_partition
+    data = bytes_e / params.hbm_capped_engine_bytes_per_ns
+    return partitions * bytes_per_partition / (max(params.fixed_ns, data) * params.peak_bytes_per_ns)
+
+
+def published_curve(params: DmaParams) -> list[tuple[int, float]]:
+    """AWS's measured [128, B] DMA throughput curve (data/dma_throughput_curve.json, validation only) as
+    (bytes per partition, GB/s) at this core's DMA peak, to draw beside the model's curve."""
+    from trnsim.datafiles import load_json
+
+    pts = load_json("dma_throughput_curve.json")["points"]
+    return [(int(p["bytes_per_partition"]), float(p["fraction_of_peak"]) * params.peak_bytes_per_ns) for p in pts]
+
+
+__all__ = ["DmaParams", "DmaPlan", "dma_params", "dma_plan", "dma_cost_ns", "stream_throughput_fraction",
+           "published_curve"]

@@ -17,6 +17,7 @@ from trnsim.nki.trace import Trace
 from trnsim.perf import model_data
 from trnsim.perf.cost import tensor_peak_tflops
 from trnsim.perf.dma import dma_params
+from trnsim.perf.metrics import NeuronProfileMetrics, TensorSplit, dma_throughput_series, neuron_profile_metrics, tensor_split
 from trnsim.perf.schedule import DMA, ENGINE_NAMES, Timeline, _resolve_target, no_gc, schedule
 
 ENGINE_LABELS = {"tensor": "Tensor Engine", "vector": "Vector Engine", "scalar": "Scalar Engine",
@@ -68,6 +69,62 @@ class Profile:
     occupancy: Occupancy = field(repr=False)
     outputs: Any = field(default=None, repr=False)
     notes: tuple[str, ...] = ()
+    metrics: NeuronProfileMetrics | None = field(default=None, repr=False)   # neuron-profile's summary numbers
+    tensor_split: TensorSplit | None = field(default=None, repr=False)      # LoadWeights / MultiplyMoving per matmul
+
+    # ---- neuron-profile vocabulary (trnsim.perf.metrics) ----
+    @property
+    def total_latency_us(self) -> float:
+        return self.latency_us
+
+    @property
+    def active_time_us(self) -> Mapping[str, float]:
+        """Per engine (tensor, vector, scalar, gpsimd, dma): time processing at least one instruction / transfer."""
+        return self.metrics.active_time_us
+
+    @property
+    def active_time_pct(self) -> Mapping[str, float]:
+        return self.metrics.active_time_pct
+
+    @property
+    def instruction_time_us(self) -> Mapping[str, float]:
+        return self.metrics.instruction_time_us
+
+    @property
+    def matmul_instruction_count(self) -> int:
+        """LoadWeights + MultiplyMoving: two hardware instructions per nc_matmul."""
+        return self.metrics.matmul_instruction_count
+
+    @property
+    def tensor_engine_instruction_count(self) -> int:
+        return self.metrics.tensor_engine_instruction_count
+
+    @property
+    def hfu_pct(self) -> float:
+        return self.metrics.hfu_estimated_pct
+
+    @property
+    def mfu_pct(self) -> float:
+        return self.metrics.mfu_estimated_pct
+
+    @property
+    def mfu_max_achievable_pct(self) -> float:
+        return self.metrics.mfu_max_achievable_estimated_pct
+
+    @property
+    def dma_active_pct(self) -> float:
+        return self.metrics.dma_active_time_pct
+
+    def dma_throughput(self, bins: int = 200, time_range_us: tuple[float, float] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """DMA throughput over time: (bin centres in us, GB/s per bin, cumulative GB/s since the start)."""
+        nbytes = np.fromiter((x.bytes_moved for x in self.trace.instructions), dtype=np.float64,
+                             count=len(self.trace.instructions))
+        return dma_throughput_series(self.timeline, nbytes, bins, time_range_us)
+
+    def neuron_profile_table(self) -> str:
+        """The summary numbers in neuron-profile's wording."""
+        return self.metrics.table()
 
     @property
     def arithmetic_intensity(self) -> float:
@@ -188,6 +245,8 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
     notes = tuple(f"{op}: no documented cost formula; costed with the max(MIN_II, N) rule of thumb ({cnt} instructions)"
                   for op, cnt in sorted(tl.undocumented.items()))
     cp = {k: v / 1e3 for k, v in tl.critical_path().items()}
+    split = tensor_split(trace, tl, core)
+    metrics = neuron_profile_metrics(trace, tl, core, chip, split=split, hbm_bytes=float(hbm_bytes))
     return Profile(
         kernel_name=trace.kernel_name, target=str(tgt.name), latency_us=lat_us,
         engine_busy_us={k: v / 1e3 for k, v in busy_ns.items()}, engine_utilisation=util,
@@ -203,7 +262,7 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
         peak_psum_bytes_per_partition=int(occ.psum_bytes_per_partition.max()),
         sbuf_capacity_bytes_per_partition=occ.sbuf_capacity_bytes_per_partition,
         psum_capacity_bytes_per_partition=occ.psum_capacity_bytes_per_partition,
-        timeline=tl, trace=trace, occupancy=occ, outputs=outputs, notes=notes,
+        timeline=tl, trace=trace, occupancy=occ, outputs=outputs, notes=notes, metrics=metrics, tensor_split=split,
     )
 
 
@@ -218,6 +277,11 @@ def profile(kernel: Any, *args: Any, target: str = "trn1", numerics: bool = True
 
     outputs, trace = trace_kernel(kernel, *args, target=target, numerics=numerics, grid=grid, **kwargs)
     return profile_trace(trace, target, outputs=outputs)
+
+
+def _core_chip(p: Profile) -> tuple[Any, Any]:
+    tgt = _resolve_target(p.target)
+    return tgt.core, tgt.chip
 
 
 def _pct(x: float) -> str:
@@ -245,19 +309,23 @@ def _summary(p: Profile) -> str:
                    f"its {p.tensor_peak_tflops:.1f} TFLOP/s peak" if p.tensor_flops else "no matmuls")
     tail = (f" Engine utilisation: {util}; {tensor_part}; HBM traffic {p.hbm_gbytes_per_s:.0f} GB/s of the "
             f"{p.hbm_peak_gbytes_per_s:.0f} GB/s a core's DMA engines can move.")
+    if p.metrics is not None and p.tensor_flops:
+        m = p.metrics
+        tail += (f" In neuron-profile terms: HFU {m.hfu_estimated_pct:.1f}%, MFU {m.mfu_estimated_pct:.1f}% of an MFU max "
+                 f"achievable of {m.mfu_max_achievable_estimated_pct:.0f}% (the HBM traffic's arithmetic intensity), "
+                 f"{m.matmul_instruction_count:,} matmul instructions (LoadWeights + MultiplyMoving).")
     if bott == "dma":
         b = p.dma_bytes_per_partition_median
+        fixed_us = float(dma_params(*_core_chip(p)).fixed_ns) / 1e3
         msg = (f"DMA-bound: {_pct(shares['dma'])} of the critical path is DMA "
-               f"({_pct(dma_data / lat)} moving data, {_pct(dma_fixed / lat)} waiting out the fixed per-transfer latency); "
-               f"{p.dma_transfers:,} transfers of typically {b:,.0f} B per partition "
-               f"(descriptor efficiency {_pct(p.dma_efficiency)}).")
+               f"({_pct(dma_data / lat)} moving data, {_pct(dma_fixed / lat)} the fixed ~{fixed_us:.1f} us cost each "
+               f"transfer pays in its queue); {p.dma_transfers:,} transfers of typically {b:,.0f} B per partition; "
+               f"DMA active {p.metrics.dma_active_time_pct:.0f}% of the time.")
         advice = []
-        if b < small:
-            advice.append(f"larger tiles (>= {small / 1024:.0f} KiB per partition) would amortise the per-descriptor "
-                          "and per-transfer cost")
-        if dma_fixed > 0.2 * lat:
-            advice.append("more buffers (double buffering) would let loads start before the previous tile is consumed, "
-                          "hiding the ~1.3 us per-transfer latency")
+        if dma_fixed > dma_data or b < small:
+            advice.append(f"a queue starts one transfer per max({fixed_us:.1f} us, data time), so at {b:,.0f} B per "
+                          "partition the transfer rate, not bandwidth, limits: use larger tiles to move more bytes per transfer "
+                          f"(>= {2 * small / 1024:.0f} KiB per partition saturates the engines) or fewer transfers")
         if p.engine_utilisation["dma"] > 0.5 or not advice:
             advice.append(f"the DMA engines are busy ({_pct(p.engine_utilisation['dma'])}), so move fewer bytes: reuse "
                           "tiles already in SBUF instead of reloading them (hoist loads, block the loops), fuse with "

@@ -5,9 +5,11 @@ stream, (2) every instruction in ``deps`` (RAW, WAR and WAW overlaps computed by
 has finished, (3) on NC-v2, the SBUF/PSUM port it shares with another engine is free
 (N-ARCH2), and (4) if it is the first use of a tile, SBUF/PSUM has room for it at that time
 (``_Capacity``). A compute instruction that waits on a dependency also pays the exposed fixed
-overhead (``cost.dependent_overhead_cycles``). A DMA transfer spreads over the earliest-free DMA
-engines, may fill an engine's idle gap left by a waiting transfer of another queue, starts moving
-data no earlier than ``ready + fixed latency``, and keeps its queue's issue order.
+overhead (``cost.dependent_overhead_cycles``). A DMA transfer is a two-stage pipeline in its queue
+(queue rule: ``_queue_key``, perf_model.json ``dma_queue_assignment``): its fixed set-up (~1.3 us)
+starts when its inputs are ready and the queue's previous set-up is done, and its data then moves,
+in queue order, on the earliest-free DMA engines (one transfer per engine at a time; it may fill an
+idle gap left by another queue). A queue thus issues one transfer per ``max(fixed, data)``.
 One pass in program order: O(n log n) at worst, O(n) in the common case.
 Modelling choices and their sources: data/perf_model.json.
 """
@@ -38,8 +40,9 @@ _EPS = 1e-9
 class Timeline:
     """When each instruction ran. Times in ns from kernel start; arrays indexed by instruction.
 
-    For DMA instructions ``start_ns`` is when data starts moving on the first engine and
-    ``issue_ns`` when the transfer's inputs were ready (the fixed latency follows it).
+    For DMA instructions ``start_ns`` is when data starts moving on the first engine,
+    ``dma_queue_start_ns`` when its fixed set-up began in its queue and ``issue_ns`` when its inputs
+    were ready.
     """
 
     target: str
@@ -50,6 +53,7 @@ class Timeline:
     overhead_ns: np.ndarray            # dependent-instruction overhead included in the duration
     pred: np.ndarray                   # instruction that determined the start (-1: none)
     dma_queue: np.ndarray              # DMA queue index (-1 for compute)
+    dma_queue_start_ns: np.ndarray     # when a transfer's fixed set-up began in its queue (0 for compute)
     dma_engines_used: np.ndarray       # engines a transfer used (0 for compute)
     dma_data_ns: np.ndarray            # data-moving time of a transfer on each of its engines
     dma_bytes_per_partition: np.ndarray
@@ -104,15 +108,18 @@ class Timeline:
 
 
 def _queue_key(ins: Instruction) -> str:
+    """Display name of a transfer's DMA queue: direction and HBM tensor, e.g. "load rhs", "store out#2"."""
     attrs = ins.attrs or {}
     api = str(attrs.get("api", "dma"))
+    src = ins.reads[0].buffer if ins.reads else "?"
+    dst = ins.writes[0].buffer if ins.writes else "?"
+    if api in ("dma_copy", "dma"):          # NKI 0.6 names one API for both directions
+        api = "load" if src == "hbm" and dst != "hbm" else ("store" if dst == "hbm" and src != "hbm" else api)
     hbm = [o for o in (ins.reads if api != "store" else ins.writes) if o.buffer == "hbm"] or \
           [o for o in ins.reads + ins.writes if o.buffer == "hbm"]
     if hbm:
         name = hbm[0].name or (f"out#{hbm[0].region.alloc_id}" if api == "store" else f"hbm#{hbm[0].region.alloc_id}")
         return f"{api} {name}"
-    src = ins.reads[0].buffer if ins.reads else "?"
-    dst = ins.writes[0].buffer if ins.writes else "?"
     return f"{api} {src}->{dst}"
 
 
@@ -190,6 +197,8 @@ class _DmaEngine:
             if ge - f > keep:
                 new.append([f, ge, idx])
             self.gaps[j:j + 1] = new
+            if len(self.gaps) > self.MAX_GAPS:
+                del self.gaps[0]
             return
         if st - self.tail > min_fill:
             self.gaps.append([self.tail, st, self.last])
@@ -250,8 +259,51 @@ class _Capacity:
             view[1] += nbytes
 
 
-def _capacity_tables(allocations: Any, core: Any, n: int):
-    """Per instruction index: the (kind, bytes) of tiles it uses first / last (None when none)."""
+def _tile_groups(instructions: list[Instruction], onchip: dict) -> dict:
+    """Per on-chip allocation: the byte ranges (per partition) its instructions touch, merged where they
+    overlap, each with its first and last use: {alloc_id: [[byte_start, byte_stop, first, last], ...]}.
+
+    A buffer that holds several tiles (e.g. ``nl.ndarray((64, nl.par_dim(128), 512))`` filled tile by tile)
+    then frees each tile's slot after that tile's last use, as the compiler's allocator does, instead of
+    holding the whole buffer until its last tile is consumed. Computed from the trace's operand regions."""
+    seen: dict = {}
+    for ins in instructions:
+        idx = ins.index
+        for o in ins.reads + ins.writes:
+            r = o.region
+            aid = r.alloc_id
+            if aid not in onchip:
+                continue
+            key = (aid, r.byte_start, r.byte_stop)
+            rec = seen.get(key)
+            if rec is None:
+                seen[key] = [idx, idx]
+            else:
+                rec[1] = idx
+    by_alloc: dict = {}
+    for (aid, b0, b1), (f, l) in seen.items():
+        by_alloc.setdefault(aid, []).append([b0, b1, f, l])
+    out = {}
+    for aid, regs in by_alloc.items():
+        regs.sort()
+        merged = [regs[0][:]]
+        for b0, b1, f, l in regs[1:]:
+            cur = merged[-1]
+            if b0 < cur[1]:                      # overlapping views of the same bytes: one group
+                cur[1] = max(cur[1], b1)
+                cur[2] = min(cur[2], f)
+                cur[3] = max(cur[3], l)
+            else:
+                merged.append([b0, b1, f, l])
+        out[aid] = merged
+    return out
+
+
+def _capacity_tables(allocations: Any, core: Any, n: int, instructions: list[Instruction] | None = None):
+    """Per instruction index: the (kind, bytes) of tiles it uses first / last (None when none).
+
+    With ``instructions``, a multi-tile buffer is split into the tile slots its instructions touch
+    (``_tile_groups``), each released after its own last use."""
     if not allocations:
         return None, None, {}
     firsts: list = [None] * (n + 1)
@@ -259,6 +311,7 @@ def _capacity_tables(allocations: Any, core: Any, n: int):
     bank = float(core.psum_bank_bytes_per_partition or core.psum_bytes_per_partition)
     caps = {0: _Capacity(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition),
             1: _Capacity(core.psum_bytes_per_partition)}
+    onchip = {}
     for a in allocations:
         fu = a.first_use
         if fu < 0:
@@ -266,24 +319,30 @@ def _capacity_tables(allocations: Any, core: Any, n: int):
         buf = a.buffer
         if buf == "hbm" or a.is_kernel_io or a.last_use >= n:
             continue
-        b = float(a.bytes_per_partition)
-        if buf == "sbuf":
-            kind = 0
+        onchip[a.alloc_id] = a
+    groups = _tile_groups(instructions, onchip) if instructions is not None else {}
+    for aid, a in onchip.items():
+        kind = 0 if a.buffer == "sbuf" else 1
+        parts = groups.get(aid)
+        if parts is None or len(parts) < 2:     # one tile: the tracer's first/last use is the authority
+            parts = [[0, a.bytes_per_partition, a.first_use, a.last_use]]
         else:
-            kind = 1
-            b = bank * max(1, -(-int(b) // int(bank)))
-        rec = (kind, b)
-        f = firsts[fu]
-        if f is None:
-            firsts[fu] = [rec]
-        else:
-            f.append(rec)
-        lu = a.last_use
-        f = lasts[lu]
-        if f is None:
-            lasts[lu] = [rec]
-        else:
-            f.append(rec)
+            parts = [[b0, b1, max(fu, a.first_use), min(max(lu, fu), a.last_use)] for b0, b1, fu, lu in parts]
+        for b0, b1, fu, lu in parts:
+            b = float(b1 - b0)
+            if kind == 1:
+                b = bank * max(1, -(-int(b) // int(bank)))
+            rec = (kind, b)
+            f = firsts[fu]
+            if f is None:
+                firsts[fu] = [rec]
+            else:
+                f.append(rec)
+            f = lasts[lu]
+            if f is None:
+                lasts[lu] = [rec]
+            else:
+                f.append(rec)
     return firsts, lasts, caps
 
 
@@ -346,12 +405,16 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
     queue_raw: dict[tuple, int] = {}
     dma_cache: dict[tuple, Any] = {}
     uniform_busy = 0.0
-    queue_last_start: list[float] = []
+    n_queues = int(model_data.value("dma_queues_per_engine"))
+    queue_names: list[str] = []
+    queue_setup_free: list[float] = []     # per queue: when the next transfer's set-up may begin
+    queue_data_free: list[float] = []      # per queue: end of its last transfer's data (in-order)
     queue_last: list[int] = []
+    queue_start = [0.0] * n
     cycle_cache: dict[tuple, float] = {}
     undocumented: dict[str, int] = {}
     fixed = params.fixed_ns
-    firsts, lasts, caps = _capacity_tables(allocations, core, n)
+    firsts, lasts, caps = _capacity_tables(allocations, core, n, instructions)
 
     for i, ins in enumerate(instructions):
         if lasts is not None and i:
@@ -406,19 +469,26 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                     qk = _queue_key(ins)
                     q = queue_ids.get(qk)
                     if q is None:
-                        q = queue_ids[qk] = len(queue_last_start)
-                        queue_last_start.append(0.0)
-                        queue_last.append(-1)
+                        q = len(queue_ids)
+                        if q >= n_queues:            # 16 queues per engine (N-DMA): later streams share them
+                            q = q % n_queues
+                            queue_names[q] += f" + {qk}" if len(queue_names[q]) < 60 else ""
+                        else:
+                            queue_names.append(qk)
+                            queue_setup_free.append(0.0)
+                            queue_data_free.append(0.0)
+                            queue_last.append(-1)
+                        queue_ids[qk] = q
                     queue_raw[qraw] = q
                 hit = dma_cache[dkey] = (plan, q)
             plan, q = hit
             k = plan.engines_used
             queue[i] = q
             used[i] = k
-            t0 = ready + fixed if ins.deps else fixed
-            t0_pred = crit
-            if queue_last_start[q] > t0:
-                t0, t0_pred = queue_last_start[q], queue_last[q]
+            # stage 1: the transfer's fixed set-up, in order within its queue (perf_model.json dma_queue_occupancy)
+            t0, t0_pred = ready, crit
+            if queue_setup_free[q] > t0:
+                t0, t0_pred = queue_setup_free[q], queue_last[q]
             if fa:
                 for kind, b in fa:
                     t_k, p_k = caps[kind].earliest(("dma", q), b, t0)
@@ -427,6 +497,13 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                 for kind, b in fa:
                     caps[kind].live += b
             data = plan.data_ns_per_engine
+            setup_end = t0 + fixed
+            queue_setup_free[q] = setup_end if setup_end > t0 + data else t0 + data
+            queue_start[i] = t0
+            # stage 2: the data, after the set-up and the queue's previous data, on free engines
+            td = setup_end
+            if queue_data_free[q] > td:
+                td = queue_data_free[q]
             if data < min_data:
                 min_data = data
             dma_data[i] = data
@@ -435,19 +512,19 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             dma_hbm[i] = plan.touches_hbm
             if dma_uniform and k >= n_dma:
                 eng0 = dma_eng[0]
-                s0, j0, p0 = eng0.slot(t0, data)
+                s0, j0, p0 = eng0.slot(td, data)
                 eng0.commit(s0, data, j0, i, min_data)
                 uniform_busy += data
                 start[i] = s0
                 end[i] = s0 + data
-                pred[i] = t0_pred if s0 <= t0 + _EPS else p0
-                queue_last_start[q] = s0
+                pred[i] = t0_pred if s0 <= td + _EPS else p0
+                queue_data_free[q] = s0 + data
                 queue_last[q] = i
                 continue
             if dma_uniform:
                 dma_eng = [shared.copy() for _ in dma_range]
                 dma_uniform = False
-            slots = [dma_eng[de].slot(t0, data) for de in dma_range]
+            slots = [dma_eng[de].slot(td, data) for de in dma_range]
             engines = dma_range if k >= n_dma else sorted(dma_range, key=lambda de: slots[de][0])[:k]
             s_min = float("inf")
             f_max = -1.0
@@ -459,7 +536,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                     s_min = st
                 if f > f_max:
                     f_max = f
-                    p = t0_pred if st <= t0 + _EPS else pj
+                    p = t0_pred if st <= td + _EPS else pj
                 dma_eng[de].commit(st, data, j, i, min_data)
                 dma_busy[de] += data
             if k >= n_dma:
@@ -471,7 +548,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             start[i] = s_min
             end[i] = f_max
             pred[i] = p
-            queue_last_start[q] = s_min
+            queue_data_free[q] = f_max
             queue_last[q] = i
             continue
 
@@ -554,12 +631,13 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         overhead_ns=np.asarray(ovh, dtype=np.float64),
         pred=np.asarray(pred, dtype=np.int64),
         dma_queue=np.asarray(queue, dtype=np.int32),
+        dma_queue_start_ns=np.asarray(queue_start, dtype=np.float64),
         dma_engines_used=np.asarray(used, dtype=np.int16),
         dma_data_ns=np.asarray(dma_data, dtype=np.float64),
         dma_bytes_per_partition=np.asarray(dma_bpp, dtype=np.float64),
         dma_efficiency=np.asarray(dma_eff, dtype=np.float64),
         dma_touches_hbm=np.asarray(dma_hbm, dtype=bool),
-        queue_names=list(queue_ids),
+        queue_names=queue_names,
         dma_engine_busy_ns=np.asarray(dma_busy, dtype=np.float64) + uniform_busy,
         dma_engine_count=n_dma,
         opcodes=opcodes,

@@ -116,17 +116,23 @@ def plot_psum_map(ax: Any, plan: Any) -> Any:
 
 
 def plot_dma_curve(ax: Any, costs: Sequence[Any], *, thresholds: dict | None = None, mark: Any = None,
-                   ceiling_gbytes_per_s: float | None = None) -> Any:
-    """Effective bandwidth of one load vs bytes per partition (log x): alone, and queued back to back.
+                   ceiling_gbytes_per_s: float | None = None,
+                   published: Sequence[tuple[float, float]] | None = None) -> Any:
+    """Effective bandwidth of one load vs bytes per partition (log x): alone, and back to back in one queue.
 
     ``costs`` are DmaCost records over a range of sizes at one partition count; ``thresholds`` maps a
-    label to bytes per partition (the NKI guidance lines); ``mark`` is the DmaCost of the current tile.
+    label to bytes per partition (the NKI guidance lines); ``mark`` is the DmaCost of the current tile;
+    ``published`` are measured (bytes per partition, GB/s) points to compare with, e.g.
+    ``trnsim.perf.dma.published_curve(dma_params(core, chip))``.
     """
     x = np.array([c.bytes_per_partition for c in costs], dtype=float)
     alone = np.array([c.gbytes_per_s for c in costs])
     queued = np.array([c.queued_gbytes_per_s for c in costs])
     ax.semilogx(x, alone, color="#c44e52", lw=2, label="one transfer alone (fixed ~1.3 us + data)")
-    ax.semilogx(x, queued, color="#4c72b0", lw=2, ls="--", label="many queued (fixed latency overlapped)")
+    ax.semilogx(x, queued, color="#4c72b0", lw=2, ls="--", label="back to back in one queue: max(fixed, data)")
+    if published:
+        px, py = zip(*published)
+        ax.scatter(px, py, marker="s", s=22, color="black", zorder=5, label="AWS measured, [128, B] (nki-dma-overview)")
     if ceiling_gbytes_per_s:
         ax.axhline(ceiling_gbytes_per_s, color="black", ls=":", lw=1,
                    label=f"DMA ceiling {ceiling_gbytes_per_s:,.0f} GB/s")

@@ -1,12 +1,18 @@
-"""Engine timeline (Gantt chart) of a simulated kernel, like a hardware profiler's trace view."""
+"""Engine timeline of a simulated kernel with neuron-profile's rows.
+
+``plot_timeline(profile, ax)``: one row per engine as neuron-profile names them (Tensor: every Tensor
+Engine instruction, LoadWeights + MultiplyMoving; TensorMatrix: the MultiplyMoving part, when the PE
+array streams; Vector, Scalar, GpSimd), then the busiest DMA queues. ``plot_profile(profile)``: that
+timeline plus the State Buffer / PSUM usage and DMA throughput rows below it, on a shared time axis.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-ENGINE_COLORS = {"tensor": "#d62728", "vector": "#1f77b4", "scalar": "#2ca02c", "gpsimd": "#9467bd",
-                 "dma": "#ff7f0e", "sync": "#7f7f7f"}
+ENGINE_COLORS = {"tensor": "#d62728", "tensor_matrix": "#8c1515", "vector": "#1f77b4", "scalar": "#2ca02c",
+                 "gpsimd": "#9467bd", "dma": "#ff7f0e", "sync": "#7f7f7f"}
 _ROW_LABELS = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd"}
 
 
@@ -28,13 +34,16 @@ def _merge(starts: np.ndarray, ends: np.ndarray, min_gap: float) -> list[tuple[f
 
 
 def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, np.ndarray]]:
-    """(label, engine, instruction indices) per row: used compute engines, then DMA queues by bytes."""
+    """(label, engine, instruction indices) per row: used compute engines (Tensor followed by TensorMatrix,
+    which shows the same matmuls' MultiplyMoving part), then DMA queues by bytes."""
     tl = profile.timeline
     rows = []
     for code, name in enumerate(("tensor", "vector", "scalar", "gpsimd")):
         idx = np.flatnonzero(tl.engine == code)
         if idx.size:
             rows.append((_ROW_LABELS[name], name, idx))
+            if name == "tensor" and getattr(profile, "tensor_split", None) is not None:
+                rows.append(("TensorMatrix", "tensor_matrix", idx))
     dma_idx = np.flatnonzero(tl.engine == 4)
     if dma_idx.size:
         q = tl.dma_queue[dma_idx]
@@ -50,9 +59,21 @@ def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, n
     return rows
 
 
+def _row_intervals_us(profile: Any, eng: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (us) of each bar of a row: MultiplyMoving parts for TensorMatrix, data-moving intervals
+    for DMA queues (a transfer's fixed set-up before them is not drawn), whole instructions otherwise."""
+    tl = profile.timeline
+    e = tl.end_ns[idx]
+    if eng == "tensor_matrix":
+        split = profile.tensor_split
+        return (e - split.multiply_moving_ns) / 1e3, e / 1e3
+    return tl.start_ns[idx] / 1e3, e / 1e3
+
+
 def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, float] | None = None,
                   max_dma_rows: int = 4, title: str | None = None) -> Any:
-    """Draw one bar per instruction on its engine row (merged when closer than ~1/1500 of the view).
+    """Draw one bar per instruction on its engine row (merged when closer than ~1/1500 of the view); DMA rows
+    show each transfer's data movement solid and its fixed set-up in the queue faded.
 
     ``profile`` is a trnsim.perf Profile. Time axis in microseconds. Returns the Axes.
     """
@@ -68,13 +89,18 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
     rows = timeline_rows(profile, max_dma_rows)
     labels = []
     for r, (label, eng, idx) in enumerate(rows):
-        s = tl.start_ns[idx] / 1e3
-        e = tl.end_ns[idx] / 1e3
+        s, e = _row_intervals_us(profile, eng, idx)
         keep = (e >= lo) & (s <= hi)
         s, e = s[keep], e[keep]
         order = np.argsort(s, kind="stable")
         bars = _merge(s[order], e[order], min_gap)
         y = len(rows) - 1 - r
+        if eng == "dma":     # the queue's fixed set-up before each transfer's data, faded
+            q0 = tl.dma_queue_start_ns[idx] / 1e3
+            qs, qe = q0[keep], s
+            qo = np.argsort(qs, kind="stable")
+            ax.broken_barh(_merge(qs[qo], qe[qo], min_gap), (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng],
+                           alpha=0.25, edgecolor="none")
         ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="none")
         busy = float((e - s).sum())
         labels.append((y, label, busy))
@@ -89,4 +115,66 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
     return ax
 
 
-__all__ = ["plot_timeline", "timeline_rows", "ENGINE_COLORS"]
+def plot_usage(profile: Any, ax: Any, *, time_range_us: tuple[float, float] | None = None) -> Any:
+    """State Buffer and PSUM usage over time, in % of capacity (bytes per partition). Returns the Axes."""
+    occ = profile.occupancy
+    t = np.concatenate(([0.0], occ.times_us, [profile.latency_us]))
+    sb = 100 * np.concatenate(([0.0], occ.sbuf_bytes_per_partition, [0.0])) / occ.sbuf_capacity_bytes_per_partition
+    ps = 100 * np.concatenate(([0.0], occ.psum_bytes_per_partition, [0.0])) / occ.psum_capacity_bytes_per_partition
+    ax.step(t, sb, where="post", color="#17becf", lw=1.2, label="State Buffer (SBUF)")
+    ax.step(t, ps, where="post", color="#bcbd22", lw=1.2, label="PSUM")
+    ax.fill_between(t, ps, step="post", color="#bcbd22", alpha=0.25)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("usage %", fontsize=8)
+    ax.legend(fontsize=7, loc="upper right", ncol=2, frameon=False)
+    ax.set_xlim(*(time_range_us or (0.0, max(profile.latency_us, 1e-6))))
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def plot_dma_throughput(profile: Any, ax: Any, *, bins: int = 200,
+                        time_range_us: tuple[float, float] | None = None) -> Any:
+    """DMA throughput over time (GB/s per bin) and its cumulative average, against the core's DMA peak."""
+    centres, per_bin, cumulative = profile.dma_throughput(bins, time_range_us)
+    ax.step(centres, per_bin, where="mid", color=ENGINE_COLORS["dma"], lw=1.0, label="DMA throughput")
+    ax.plot(centres, cumulative, color="#7f3f00", lw=1.2, ls="--", label="cumulative")
+    ax.axhline(profile.hbm_peak_gbytes_per_s, color="black", lw=0.8, ls=":",
+               label=f"peak {profile.hbm_peak_gbytes_per_s:.0f} GB/s")
+    ax.set_ylim(0, profile.hbm_peak_gbytes_per_s * 1.15)
+    ax.set_ylabel("GB/s", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right", ncol=3, framealpha=0.85)
+    ax.set_xlim(*(time_range_us or (0.0, max(profile.latency_us, 1e-6))))
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def plot_profile(profile: Any, fig: Any = None, *, time_range_us: tuple[float, float] | None = None,
+                 max_dma_rows: int = 4, title: str | None = None) -> Any:
+    """neuron-profile's view of a kernel: engine and DMA queue rows, SBUF/PSUM usage, DMA throughput, with the
+    headline numbers (total time, Tensor Engine and DMA active %, HFU, MFU) in the title. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    n_rows = len(timeline_rows(profile, max_dma_rows))
+    if fig is None:
+        fig = plt.figure(figsize=(10, 2.2 + 0.32 * n_rows + 2.4))
+    gs = fig.add_gridspec(3, 1, height_ratios=[max(n_rows, 2) * 0.45, 1.0, 1.0], hspace=0.12)
+    ax0 = fig.add_subplot(gs[0])
+    m = profile.metrics
+    head = title or (f"{profile.kernel_name} on {profile.target}: {profile.latency_us / 1e3:,.3f} ms, "
+                     f"bound: {profile.bottleneck}\n"
+                     f"Tensor active {m.active_time_pct['tensor']:.0f}%, DMA active {m.dma_active_time_pct:.0f}% | "
+                     f"HFU {m.hfu_estimated_pct:.1f}%, MFU {m.mfu_estimated_pct:.1f}% "
+                     f"(max achievable {m.mfu_max_achievable_estimated_pct:.0f}%)")
+    plot_timeline(profile, ax0, time_range_us=time_range_us, max_dma_rows=max_dma_rows, title=head)
+    ax0.set_xlabel("")
+    ax0.tick_params(labelbottom=False)
+    ax1 = fig.add_subplot(gs[1], sharex=ax0)
+    plot_usage(profile, ax1, time_range_us=time_range_us)
+    ax1.tick_params(labelbottom=False)
+    ax2 = fig.add_subplot(gs[2], sharex=ax0)
+    plot_dma_throughput(profile, ax2, time_range_us=time_range_us)
+    ax2.set_xlabel("time (us)")
+    return fig
+
+
+__all__ = ["plot_timeline", "plot_profile", "plot_usage", "plot_dma_throughput", "timeline_rows", "ENGINE_COLORS"]
