@@ -31,13 +31,21 @@ def data_dir() -> Path:
 
 @lru_cache(maxsize=None)
 def load_json(name: str) -> Any:
-    """Parse ``data/<name>`` once and cache it. Raises CatalogError naming the file on failure."""
+    """Parse ``data/<name>`` once, check it against :mod:`trnsim.dataschema`, and cache it.
+
+    Raises CatalogError naming the file (and, for a field that breaks its type, unit or range
+    rule, the field path and the rule) on failure.
+    """
     path = data_dir() / name
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CatalogError(f"data file {path} does not exist") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"data file {path} is not valid JSON: {exc}") from None
+    from trnsim.dataschema import validate_document
+
+    validate_document(name, doc, CatalogError, where=path)
+    return doc
