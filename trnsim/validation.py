@@ -72,15 +72,16 @@ def check_int(name: str, value: Any, *, error: type[Exception], min_value: int |
     and arithmetic produce them); ``8.5``, NaN, inf, strings and bools are refused.
     """
     rng = _range_text(min_value, max_value)
+    kind = {0: "a non-negative integer", 1: "a positive integer"}.get(min_value, "an integer")  # type: ignore[arg-type]
     if is_int(value):
         out = int(value)
     elif allow_integral_float and is_real(value) and math.isfinite(float(value)) and float(value).is_integer():
         out = int(value)
     else:
         cls = error if is_real(value) else type_error(error)
-        raise cls(f"{name}={_fmt(value)}: must be a whole number (an integer in {rng}){_hint(fix)}")
+        raise cls(f"{name}={_fmt(value)}: must be a whole number ({kind} in {rng}){_hint(fix)}")
     if (min_value is not None and out < min_value) or (max_value is not None and out > max_value):
-        raise error(f"{name}={_fmt(value)}: must be an integer in {rng}{_hint(fix)}")
+        raise error(f"{name}={_fmt(value)}: must be {kind} in {rng}{_hint(fix)}")
     return out
 
 
