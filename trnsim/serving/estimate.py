@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trnsim.serving import collectives
+from trnsim.serving.checks import check_estimate_args, check_instance, check_model_like, check_shape
 from trnsim.serving.hardware import GIB, ServingError, ServingHardware, serving_hardware
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -123,12 +124,13 @@ class ServingEstimate:
 
 
 def _model(model: Any) -> Any:
+    check_model_like(model)
     if isinstance(model, str):
         from trnsim.training import model as lookup
 
         try:
             return lookup(model)
-        except Exception as exc:
+        except KeyError as exc:
             raise ServingError(f"unknown model {model!r}: {exc}") from None
     for attr in ("n_layers", "d_model", "n_heads", "n_kv_heads", "params"):
         if not hasattr(model, attr):
@@ -170,6 +172,8 @@ def weights_read_params(model: Any) -> float:
 
 def kv_bytes_per_token(model: Any, tp: int = 1, dtype: str = "bf16") -> float:
     """KV-cache bytes per token per device: 2 x layers x kv_heads_on_device x head_dim x bytes."""
+    check_model_like(model)
+    check_shape(tp, 1, 1, 1, dtype)
     model = _model(model)
     kv_dev = math.ceil(model.n_kv_heads / tp) if tp <= model.n_kv_heads else 1
     return 2.0 * model.n_layers * kv_dev * head_dim(model) * DTYPE_BYTES[dtype]
@@ -235,6 +239,7 @@ def estimate(
     the weights and the KV cache at the full context ``input + output``. The instance runs
     ``devices // tp`` independent replicas; throughput and cost count all of them.
     """
+    check_estimate_args(model, instance, tp, batch, input_tokens, output_tokens, dtype)
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, batch, input_tokens, output_tokens, dtype)
@@ -280,6 +285,7 @@ def estimate(
 
 def max_batch(model: Any, instance: str, tp: int, input_tokens: int, output_tokens: int, dtype: str = "bf16") -> int:
     """Largest batch whose weights + KV cache fit per device (0 if the weights alone do not fit)."""
+    check_estimate_args(model, instance, tp, 1, input_tokens, output_tokens, dtype)
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, 1, input_tokens, output_tokens, dtype)
@@ -290,6 +296,8 @@ def max_batch(model: Any, instance: str, tp: int, input_tokens: int, output_toke
 
 def valid_tp(model: Any, instance: str) -> list[int]:
     """TP degrees allowed for ``model`` on ``instance`` (divide the heads; GPUs: 1 only)."""
+    check_model_like(model)
+    check_instance(instance)
     model = _model(model)
     hw = serving_hardware(instance)
     if hw.kind != "neuron":
