@@ -42,8 +42,8 @@ def check_nodes(nodes: Any, devices_per_node: int | None = None) -> int:
     """``nodes`` is a whole number >= 1 and the world stays within :data:`MAX_DEVICES`."""
     top = MAX_DEVICES if devices_per_node is None else max(1, MAX_DEVICES // devices_per_node)
     return check_int("nodes", nodes, error=PlanError, min_value=1, max_value=top,
-                     fix=f"a cluster needs at least one node; the simulator holds at most {MAX_DEVICES:,} devices "
-                         f"({top:,} nodes of this system)")
+                     fix=f"a cluster needs at least one node; the simulator holds at most {MAX_DEVICES:,} devices"
+                         + (f" ({top:,} nodes of this system)" if devices_per_node else ""))
 
 
 def check_plan_args(model: Any, instance: Any, nodes: Any, tp: Any, pp: Any, dp: Any, *, seq_len: Any,
