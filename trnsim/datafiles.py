@@ -17,6 +17,10 @@ class CatalogError(ValueError):
     """A data file is missing, malformed, or a name is not in the catalog."""
 
 
+class DataFileError(CatalogError):
+    """A data file breaks a type, unit or range rule of :mod:`trnsim.dataschema` (a data error, not a lookup)."""
+
+
 def data_dir() -> Path:
     """The folder holding the data files (installed wheel first, then the repo)."""
     here = Path(__file__).resolve().parent
@@ -47,5 +51,5 @@ def load_json(name: str) -> Any:
         raise CatalogError(f"data file {path} is not valid JSON: {exc}") from None
     from trnsim.dataschema import validate_document
 
-    validate_document(name, doc, CatalogError, where=path)
+    validate_document(name, doc, DataFileError, where=path)
     return doc

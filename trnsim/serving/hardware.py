@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Mapping
 
 import trnsim
-from trnsim.datafiles import CatalogError, load_json
+from trnsim.datafiles import CatalogError, DataFileError, load_json
 
 GIB = 2**30
 
@@ -101,9 +101,9 @@ def _serving_hardware(name: str) -> ServingHardware:
         return _gpu(name)
     try:
         return _neuron(name)
+    except DataFileError:
+        raise  # a broken data file is a data error, not an unknown instance
     except CatalogError as exc:
-        if "failed validation" in str(exc):
-            raise  # a broken data file is a data error, not an unknown instance
         raise ServingError(
             f"unknown instance {name!r} for serving ({exc}). GPU options: {', '.join(gpu_instance_names())}"
         ) from None

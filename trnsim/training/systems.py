@@ -80,8 +80,12 @@ def _system(name: str) -> SystemSpec:
         return _gpu_system(key.lower(), gpus[key.lower()])
     import trnsim
 
+    from trnsim.datafiles import DataFileError
+
     try:
         inst = trnsim.instance(key)
+    except DataFileError:
+        raise  # a broken data file is a data error, not an unknown system
     except Exception as exc:  # catalog raises its own lookup error
         raise PlanError(
             f"unknown system {name!r}: not a Neuron instance in the catalog ({exc}) and not one of the "
