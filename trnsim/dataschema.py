@@ -275,7 +275,10 @@ def problems(name: str, doc: Any) -> Iterator[str]:
     if not isinstance(doc, Mapping):
         yield f"top level: expected a JSON object, got {type(doc).__name__}"
         return
+    choices = CHOICES.get(name, {})
     for path, v, rule in leaves(doc):
+        if choices and path[-1] in choices and isinstance(v, str) and v not in choices[path[-1]]:
+            yield f"{_fmt_path(path)}: must be one of {choices[path[-1]]}, got {v!r}"
         if v is None and "value" in path:
             continue  # a {value: null} record: the value is not published (never a guess)
         is_number = isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -294,10 +297,6 @@ def problems(name: str, doc: Any) -> Iterator[str]:
             missing = [k for k in keys if k not in rec]
             if missing:
                 yield f"{_fmt_path(path)}: required field(s) {', '.join(missing)} missing"
-    for key, allowed in CHOICES.get(name, {}).items():
-        for path, v, _ in leaves(doc):
-            if path[-1] == key and isinstance(v, str) and v not in allowed:
-                yield f"{_fmt_path(path)}: must be one of {allowed}, got {v!r}"
 
 
 def _match(doc: Any, pattern: tuple[str, ...], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
