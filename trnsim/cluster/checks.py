@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from trnsim.cluster.algorithms import AlgorithmError
 from trnsim.cluster.topology import Topology, TopologyError
-from trnsim.validation import check_bool, check_choice, check_int, check_number, check_positive, check_str, type_error
+from trnsim.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_positive,
+    check_str,
+    is_int,
+    type_error,
+)
 
 MAX_RANKS = 65_536
 """Simulator limit: ranks in one topology (every rank, link and route is built in memory)."""
@@ -93,6 +104,13 @@ def check_run_args(op: str, arrays: Any, topo: Any, algorithm: Any, *, record_st
             "or collective_time() to time the full topology")
     if not isinstance(arrays, (list, tuple)):
         return  # the collective's own check names the expected list
+    for a in arrays[: p + 1]:
+        kind = np.asarray(a).dtype.kind if isinstance(a, (np.ndarray, np.generic, list, tuple, int, float, complex)) \
+            else "O"
+        if kind not in "biufc":
+            raise type_error(AlgorithmError)(
+                f"{op}: every rank's array must hold numbers (bool, int, float or complex), got {a!r:.60}; "
+                "pass one numpy array per rank")
     nbytes = 0
     for a in arrays[: p + 1]:
         size, itemsize = getattr(a, "size", None), getattr(getattr(a, "dtype", None), "itemsize", None)
@@ -126,3 +144,18 @@ def check_pairs(pairs: Sequence[Any] | None, shift: Any) -> None:
         for x in pr:
             check_int("pairs[] rank", x, error=AlgorithmError, min_value=0, max_value=MAX_RANKS,
                       allow_integral_float=False)
+
+
+def check_group_args(ranks: Any, size: int) -> None:
+    """``Topology.group(ranks)``: a whole number of ranks, or an iterable of whole-number rank indices."""
+    if isinstance(ranks, (str, bytes, bool)) or not (is_int(ranks) or hasattr(ranks, "__iter__")):
+        raise type_error(TopologyError)(
+            f"ranks={ranks!r}: must be a group size (an int in [1, {size}]) or a list of rank indices")
+    if is_int(ranks):
+        return
+    members = list(ranks)
+    if len(members) > MAX_RANKS:
+        raise TopologyError(f"ranks: {len(members):,} members exceed the simulator limit of {MAX_RANKS:,}")
+    for r in members:
+        check_int("ranks[]", r, error=TopologyError, min_value=0, max_value=size - 1, allow_integral_float=False,
+                  fix="rank indices of this topology")

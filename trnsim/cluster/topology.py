@@ -407,6 +407,9 @@ class Topology:
     # ---------------------------------------------------------------- groups
     def group(self, ranks: int | Iterable[int], label: str | None = None) -> "Topology":
         """Sub-communicator of this topology's ranks ``0..ranks-1`` (an int) or of the given ranks."""
+        from trnsim.cluster.checks import check_group_args
+
+        check_group_args(ranks, self.size)
         if isinstance(ranks, int):
             if not 1 <= ranks <= self.size:
                 raise TopologyError(

@@ -44,6 +44,11 @@ def check_request(req: Any) -> None:
     check_positive("ttft_slo_ms", req.ttft_slo_ms, error=DeployError, max_value=3.6e6,
                    fix="the p99 time-to-first-token objective in ms, e.g. 1000")
     check_name("model", req.model, "a model name such as 'llama3.1-8b'")
+    from trnsim.training import models
+
+    known = models()
+    if req.model.strip().lower() not in known:
+        raise DeployError(f"model={req.model!r} is not in the model catalog; use one of {', '.join(sorted(known))}")
     check_int("input_tokens", req.input_tokens, error=DeployError, min_value=1, max_value=10_000_000,
               allow_integral_float=False)
     check_int("output_tokens", req.output_tokens, error=DeployError, min_value=1, max_value=10_000_000,
@@ -73,10 +78,7 @@ def check_coordinates(lat1_deg: Any, lon1_deg: Any, lat2_deg: Any, lon2_deg: Any
     """Latitudes in [-90, 90] and longitudes in [-180, 180] degrees, finite (scalars or arrays)."""
     for name, v, lim in (("lat1_deg", lat1_deg, 90.0), ("lon1_deg", lon1_deg, 180.0),
                          ("lat2_deg", lat2_deg, 90.0), ("lon2_deg", lon2_deg, 180.0)):
-        try:
-            arr = np.asarray(v, dtype=float)
-        except (TypeError, ValueError):
-            raise type_error(DeployError)(f"{name}={v!r}: must be a number of degrees (or an array of them)") from None
+        arr = _real_array(name, v, "a number of degrees (or an array of them)")
         if not np.all(np.isfinite(arr)) or np.any(np.abs(arr) > lim):
             bad = arr[~np.isfinite(arr) | (np.abs(arr) > lim)].ravel()[:3].tolist() if arr.ndim else [float(arr)]
             raise DeployError(f"{name}={bad if arr.ndim else bad[0]!r}: must be a finite angle in [-{lim:g}, {lim:g}] "
@@ -84,10 +86,18 @@ def check_coordinates(lat1_deg: Any, lon1_deg: Any, lat2_deg: Any, lon2_deg: Any
 
 
 def check_distance(distance_km: Any, max_km: float) -> None:
-    try:
-        arr = np.asarray(distance_km, dtype=float)
-    except (TypeError, ValueError):
-        raise type_error(DeployError)(f"distance_km={distance_km!r}: must be a distance in km (or an array)") from None
+    arr = _real_array("distance_km", distance_km, "a distance in km (or an array of them)")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > max_km):
         raise DeployError(f"distance_km={distance_km!r}: must be finite and in [0, {max_km:,.0f}] km "
                           "(half the Earth's circumference is the longest great-circle distance)")
+
+
+def _real_array(name: str, v: Any, what: str) -> np.ndarray:
+    """``v`` as a float array, refusing strings, bools, None and objects (numpy would coerce '8' to 8.0)."""
+    try:
+        raw = np.asarray(v)
+    except (TypeError, ValueError):
+        raw = np.asarray([None])
+    if raw.dtype.kind not in "iuf":
+        raise type_error(DeployError)(f"{name}={v!r}: must be {what}, not {type(v).__name__}")
+    return raw.astype(float)

@@ -147,7 +147,8 @@ def estimate_rtt(origin: str, to_region: str, *, route_factor: float | None = No
         return RttEstimate(o.name, to_region, dist, floor, ms, ms, ms, "measured",
                            f"measured average RTT, {year} ({src})")
     return RttEstimate(
-        o.name, to_region, dist, floor, floor * low_f, floor * typ_f, max(floor * high_f, floor * typ_f), "model",
+        o.name, to_region, dist, floor, min(floor * low_f, floor * typ_f), floor * typ_f, max(floor * high_f, floor * typ_f),
+        "model",
         f"great-circle floor x route factor {typ_f:.2f} (range {low_f}-{high_f}); no measured RTT in the data",
     )
 
