@@ -105,12 +105,13 @@ def check_run_args(op: str, arrays: Any, topo: Any, algorithm: Any, *, record_st
     if not isinstance(arrays, (list, tuple)):
         return  # the collective's own check names the expected list
     for a in arrays[: p + 1]:
-        kind = np.asarray(a).dtype.kind if isinstance(a, (np.ndarray, np.generic, list, tuple, int, float, complex)) \
-            else "O"
-        if kind not in "biufc":
+        numeric = isinstance(a, (np.ndarray, np.generic, list, tuple, int, float, complex))
+        dt = np.asarray(a).dtype if numeric else None
+        # "V" without fields: ml_dtypes floats (bfloat16, float8); object, string and date arrays are refused
+        if dt is None or dt.kind in "OUSMm" or (dt.kind == "V" and dt.fields is not None):
             raise type_error(AlgorithmError)(
-                f"{op}: every rank's array must hold numbers (bool, int, float or complex), got {a!r:.60}; "
-                "pass one numpy array per rank")
+                f"{op}: every rank's array must hold numbers (bool, int, float, complex or an ml_dtypes float), "
+                f"got {a!r:.60}; pass one numpy array per rank")
     nbytes = 0
     for a in arrays[: p + 1]:
         size, itemsize = getattr(a, "size", None), getattr(getattr(a, "dtype", None), "itemsize", None)
