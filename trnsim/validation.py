@@ -135,8 +135,8 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], *, error: type[E
     """``value`` must be one of ``choices`` (compared with ==; unhashable values are refused)."""
     options = tuple(choices)
     try:
-        ok = value in options
-    except TypeError:
+        ok = any(value is o or (isinstance(value, bool) == isinstance(o, bool) and bool(value == o)) for o in options)
+    except (TypeError, ValueError):  # e.g. a numpy array compared with a string
         ok = False
     if not ok:
         cls = error if isinstance(value, type(options[0])) or value is None else type_error(error)
