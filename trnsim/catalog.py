@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterator, Mapping
 
 from trnsim.datafiles import CatalogError, load_json
+from trnsim.validation import check_choice, type_error
 
 HARDWARE_FILE = "hardware.json"
 
@@ -601,7 +602,7 @@ def catalog() -> Catalog:
 
 def _lookup(kind: str, name: str, table: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> Any:
     if not isinstance(name, str):
-        raise CatalogError(f"{kind} name must be a string, got {name!r}")
+        raise type_error(CatalogError)(f"{kind} name must be a string, got {name!r} ({type(name).__name__})")
     key = name.strip()
     if key in table:
         return table[key]
@@ -633,6 +634,8 @@ def chips() -> tuple[ChipSpec, ...]:
 
 def core(version: str) -> CoreSpec:
     """A NeuronCore version: 'NC-v1' .. 'NC-v4' (also 'v2' or 2)."""
+    if isinstance(version, bool) or not isinstance(version, (int, str)):
+        raise type_error(CatalogError)(f"version={version!r}: must be a NeuronCore version such as 'NC-v2', 'v2' or 2")
     if isinstance(version, int):
         version = f"NC-v{version}"
     if isinstance(version, str) and version.lower().startswith("v"):
@@ -660,6 +663,9 @@ def instance(name: str) -> InstanceSpec:
 
 def instances(family: str | None = None) -> tuple[InstanceSpec, ...]:
     """All instance records, optionally only one family ('inf2', 'trn1', ...)."""
+    if family is not None:
+        known = sorted({i.family for i in catalog().instances.values()})
+        check_choice("family", family, known, error=CatalogError, fix="or None for every instance")
     return tuple(i for i in catalog().instances.values() if family is None or i.family == family)
 
 

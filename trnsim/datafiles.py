@@ -17,6 +17,10 @@ class CatalogError(ValueError):
     """A data file is missing, malformed, or a name is not in the catalog."""
 
 
+class DataFileError(CatalogError):
+    """A data file breaks a type, unit or range rule of :mod:`trnsim.dataschema` (a data error, not a lookup)."""
+
+
 def data_dir() -> Path:
     """The folder holding the data files (installed wheel first, then the repo)."""
     here = Path(__file__).resolve().parent
@@ -31,13 +35,21 @@ def data_dir() -> Path:
 
 @lru_cache(maxsize=None)
 def load_json(name: str) -> Any:
-    """Parse ``data/<name>`` once and cache it. Raises CatalogError naming the file on failure."""
+    """Parse ``data/<name>`` once, check it against :mod:`trnsim.dataschema`, and cache it.
+
+    Raises CatalogError naming the file (and, for a field that breaks its type, unit or range
+    rule, the field path and the rule) on failure.
+    """
     path = data_dir() / name
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CatalogError(f"data file {path} does not exist") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"data file {path} is not valid JSON: {exc}") from None
+    from trnsim.dataschema import validate_document
+
+    validate_document(name, doc, DataFileError, where=path)
+    return doc

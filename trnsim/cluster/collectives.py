@@ -29,6 +29,7 @@ import numpy as np
 
 from trnsim.cluster import algorithms as A
 from trnsim.cluster.algorithms import AlgorithmError, Phase, Transfer
+from trnsim.cluster.checks import check_bus_factor_args, check_pairs, check_run_args, check_timing_args
 from trnsim.cluster.constants import constants, generation_algorithms
 from trnsim.cluster.topology import Topology
 
@@ -137,6 +138,7 @@ def _fmt_bytes(n: float) -> str:
 
 def bus_factor(op: str, ranks: int) -> float:
     """NCCL-tests busbw factor for ``op`` over ``ranks`` ranks."""
+    check_bus_factor_args(op, ranks)
     p = ranks
     if op == "all_reduce":
         return 2.0 * (p - 1) / p
@@ -183,6 +185,7 @@ def choose_algorithm(op: str, message_bytes: int, topo: Topology) -> str:
     except mesh for small messages on exactly 16 ranks. All-to-all uses mesh and permute
     uses ring.
     """
+    check_timing_args(op, message_bytes, topo, "auto", None)
     if op not in OPS:
         raise _op_error(op)
     if op == "permute":
@@ -515,6 +518,7 @@ def collective_time(op: str, message_bytes: int, topo: Topology, algorithm: str 
     ``message_bytes`` is S of NCCL-tests: the per-rank buffer for all_reduce, all_to_all and
     permute; the total gathered (all_gather) or scattered (reduce_scatter) size.
     """
+    check_timing_args(op, message_bytes, topo, algorithm, ring_channels)
     if op not in OPS:
         raise _op_error(op)
     try:
@@ -631,6 +635,8 @@ def all_reduce(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto", o
     ``snapshots=True`` keeps every rank's buffer after each round (for animations).
     ``ring_channels`` limits ring algorithms to the first k ring orders (default: all).
     """
+    check_run_args("all_reduce", arrays, topo, algorithm, record_steps=record_steps, snapshots=snapshots,
+                   ring_channels=ring_channels)
     arrs = _check_arrays(arrays, topo, "all_reduce")
     ufunc = _reduce_op(op)
     shape, p = arrs[0].shape, topo.size
@@ -653,6 +659,8 @@ def reduce_scatter(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto
                    intra_algorithm: str = "auto", inter_algorithm: str = "ring",
                    ring_channels: int | None = None) -> CollectiveResult:
     """Reduce-scatter: rank r gets block r (``np.array_split`` of the flattened buffer) of the reduction."""
+    check_run_args("reduce_scatter", arrays, topo, algorithm, record_steps=record_steps, snapshots=snapshots,
+                   ring_channels=ring_channels)
     arrs = _check_arrays(arrays, topo, "reduce_scatter")
     ufunc = _reduce_op(op)
     p = topo.size
@@ -676,6 +684,8 @@ def all_gather(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto", *
                intra_algorithm: str = "auto", inter_algorithm: str = "ring",
                ring_channels: int | None = None) -> CollectiveResult:
     """All-gather: every rank ends with the concatenation of all ranks' flattened arrays (rank order)."""
+    check_run_args("all_gather", arrays, topo, algorithm, record_steps=record_steps, snapshots=snapshots,
+                   ring_channels=ring_channels)
     arrs = _check_arrays(arrays, topo, "all_gather")
     p = topo.size
     flat = [a.reshape(-1) for a in arrs]
@@ -697,6 +707,7 @@ def all_gather(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto", *
 def all_to_all(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto", *,
                record_steps: bool = True) -> CollectiveResult:
     """All-to-all: rank j's output block i is rank i's input block j (p equal blocks per rank)."""
+    check_run_args("all_to_all", arrays, topo, algorithm, record_steps=record_steps)
     arrs = _check_arrays(arrays, topo, "all_to_all")
     p = topo.size
     flat = [a.reshape(-1) for a in arrs]
@@ -724,6 +735,8 @@ def permute(arrays: Sequence[Any], topo: Topology, algorithm: str = "auto", *,
     Ring-only as on Neuron: by default ranks pass to their successor on the first ring
     order. A rank that no pair targets gets zeros (XLA CollectivePermute semantics).
     """
+    check_run_args("permute", arrays, topo, algorithm, record_steps=record_steps)
+    check_pairs(pairs, shift)
     arrs = _check_arrays(arrays, topo, "permute")
     p = topo.size
     flat = [a.reshape(-1) for a in arrs]

@@ -413,6 +413,9 @@ class Topology:
     # ---------------------------------------------------------------- groups
     def group(self, ranks: int | Iterable[int], label: str | None = None) -> "Topology":
         """Sub-communicator of this topology's ranks ``0..ranks-1`` (an int) or of the given ranks."""
+        from trnsim.cluster.checks import check_group_args
+
+        check_group_args(ranks, self.size)
         if isinstance(ranks, int):
             if not 1 <= ranks <= self.size:
                 raise TopologyError(
@@ -534,6 +537,9 @@ def topology(instance_name: str, nodes: int = 1, lnc: int | None = None) -> Topo
     Multi-node clusters are joined by EFA. Raises :class:`TopologyError` with the rule
     broken and the fix.
     """
+    from trnsim.cluster.checks import check_topology_args
+
+    check_topology_args(instance_name, nodes, lnc)
     from trnsim.catalog import chip as _chip
     from trnsim.catalog import instance as _instance
 
@@ -543,6 +549,7 @@ def topology(instance_name: str, nodes: int = 1, lnc: int | None = None) -> Topo
     if not isinstance(nodes, int) or nodes < 1:
         raise TopologyError(f"nodes={nodes!r}: a cluster needs a whole number of instances >= 1")
     default_lnc = max(1, inst.neuroncores // inst.logical_neuroncores)
+    check_topology_args(instance_name, nodes, lnc, inst.neuroncores // (lnc or default_lnc))
     if lnc is None:
         lnc = default_lnc
     supports_lnc = ch.neuroncore_version in ("NC-v3", "NC-v4")
@@ -614,6 +621,9 @@ def ring_topology(ranks: int, link_gbytes_per_s: float, hop_latency_us: float | 
     2(p-1)*alpha + 2(p-1)/p * n/B. Each directed link carries ``link_gbytes_per_s``; the step latency defaults to the
     documented intra-node hop latency.
     """
+    from trnsim.cluster.checks import check_ring_args
+
+    check_ring_args(ranks, link_gbytes_per_s, hop_latency_us)
     if not isinstance(ranks, int) or ranks < 1:
         raise TopologyError(f"ranks={ranks!r}: a ring needs a whole number of ranks >= 1")
     if not link_gbytes_per_s or link_gbytes_per_s <= 0:

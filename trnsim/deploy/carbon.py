@@ -46,6 +46,10 @@ class GridIntensity:
 
 def grid_intensity(code: str, basis: str = "lifecycle") -> GridIntensity:
     """Location-based grid intensity for region ``code`` on one ``basis`` ('lifecycle' or 'ccf')."""
+    if not isinstance(basis, str):
+        from trnsim.validation import type_error
+
+        raise type_error(DeployError)(f"basis={basis!r}: must be one of {BASES}")
     r = region(code)
     data = regions_data()
     if basis == "lifecycle":
@@ -68,6 +72,10 @@ def all_country_intensities(country_code: str) -> list[dict]:
 
 def pue(which: str | None = None) -> tuple[float, str]:
     """A PUE value and its label; default is the data file's chosen default (AWS global 2025)."""
+    if which is not None and not isinstance(which, str):
+        from trnsim.validation import type_error
+
+        raise type_error(DeployError)(f"which={which!r}: must be a PUE key of data/regions.json or None")
     d = regions_data()["pue"]
     key = which or d["default"]
     if key not in d or key == "default":
@@ -77,6 +85,10 @@ def pue(which: str | None = None) -> tuple[float, str]:
 
 def instance_power_kw(accelerator: str, accelerators: int) -> tuple[float, str]:
     """Assumed average IT power of an instance in kW, and the label of the assumption used."""
+    from trnsim.validation import check_int, check_str
+
+    check_str("accelerator", accelerator, error=DeployError, what="an accelerator name such as 'inferentia2'")
+    check_int("accelerators", accelerators, error=DeployError, min_value=1, max_value=10**6)
     d = regions_data()["power"]["assumed_instance_w_per_accelerator"]
     if accelerator not in d:
         raise DeployError(f"no power assumption for accelerator {accelerator!r}; known: {', '.join(d)}")
@@ -86,6 +98,12 @@ def instance_power_kw(accelerator: str, accelerators: int) -> tuple[float, str]:
 
 def monthly_energy_kwh(it_power_kw: float, *, pue_value: float, hours: float = HOURS_PER_MONTH) -> float:
     """Facility energy per month: IT power x hours x PUE."""
+    from trnsim.validation import check_number
+
+    check_number("it_power_kw", it_power_kw, error=DeployError, min_value=0.0, fix="IT power draw in kW")
+    check_number("pue_value", pue_value, error=DeployError, min_value=1.0, max_value=10.0,
+                 fix="PUE below 1 is impossible; AWS reports about 1.14")
+    check_number("hours", hours, error=DeployError, min_value=0.0, max_value=744.0, fix="hours in a month (<= 744)")
     if it_power_kw < 0 or pue_value < 1.0:
         raise DeployError(f"need it_power_kw >= 0 and PUE >= 1 (got {it_power_kw}, {pue_value}); PUE below 1 is impossible")
     return it_power_kw * hours * pue_value
@@ -93,6 +111,11 @@ def monthly_energy_kwh(it_power_kw: float, *, pue_value: float, hours: float = H
 
 def monthly_kgco2e(energy_kwh: float, intensity: GridIntensity) -> float | None:
     """kgCO2e for ``energy_kwh`` at ``intensity``; None when the intensity is not found."""
+    from trnsim.validation import check_number, type_error
+
+    check_number("energy_kwh", energy_kwh, error=DeployError, min_value=0.0)
+    if not isinstance(intensity, GridIntensity):
+        raise type_error(DeployError)(f"intensity={intensity!r}: must be a GridIntensity from grid_intensity()")
     if intensity.gco2_per_kwh is None:
         return None
     return energy_kwh * intensity.gco2_per_kwh / 1000.0

@@ -104,6 +104,9 @@ def regions() -> dict[str, RegionSpec]:
 
 def region(code: str) -> RegionSpec:
     """The :class:`RegionSpec` for ``code`` (e.g. 'ap-southeast-5'); clear error if unknown."""
+    from trnsim.deploy.checks import check_name
+
+    check_name("code", code, "an AWS region code such as 'ap-southeast-5'")
     table = regions()
     if code not in table:
         raise DeployError(
@@ -128,6 +131,11 @@ def offering(code: str, instance: str, *, neuron_in_region: bool = False) -> Off
     ``neuron_in_region=True`` assumes Inferentia2/Trainium capacity arrives in ap-southeast-5
     (a what-if the learner toggles); the answer is then marked ``hypothetical``.
     """
+    from trnsim.deploy.checks import check_name
+    from trnsim.validation import check_bool
+
+    check_name("instance", instance, "an instance type such as 'inf2.xlarge'")
+    check_bool("neuron_in_region", neuron_in_region, error=DeployError)
     region(code)
     data = regions_data()
     rec = data["regions"][code]["offerings"].get(instance)
@@ -153,6 +161,9 @@ def offering(code: str, instance: str, *, neuron_in_region: bool = False) -> Off
 
 def listed_price(code: str, instance: str) -> PriceQuote:
     """The published on-demand price of ``instance`` in ``code``, or a 'none' quote saying why not."""
+    from trnsim.deploy.checks import check_name
+
+    check_name("instance", instance, "an instance type such as 'inf2.xlarge'")
     region(code)
     data = regions_data()
     rec = data["prices_usd_per_hour"].get(code, {}).get(instance)
@@ -169,6 +180,7 @@ def price_factor(code: str) -> float | None:
 
     Derived from the data (e.g. Singapore inf2 ~ 1.40x); None when no common instance is priced.
     """
+    region(code)
     data = regions_data()["prices_usd_per_hour"]
     ref = data.get(PRICE_REFERENCE_REGION, {})
     here = data.get(code, {})
@@ -195,6 +207,12 @@ def price(
     price"). With a factor (e.g. ``price_factor('ap-southeast-1')``) it returns us-east-1's listed
     price times that factor, labelled ``basis='proxy'`` with the assumption spelled out.
     """
+    if proxy_factor is not None:
+        from trnsim.validation import check_positive
+
+        check_positive("proxy_factor", proxy_factor, error=DeployError, max_value=100.0,
+                       fix=f"a price ratio to {PRICE_REFERENCE_REGION}, e.g. price_factor('{proxy_region}'), or None")
+    region(proxy_region)
     quote = listed_price(code, instance)
     if quote.usd_per_hour is not None or proxy_factor is None:
         return quote
@@ -216,6 +234,9 @@ def source_citation(key: str) -> str:
 
 def neuron_capacity_table(*, neuron_in_region: bool = False) -> list[dict]:
     """Rows (region, trn1, trn2, inf2 status, notes) as the sources show them."""
+    from trnsim.validation import check_bool
+
+    check_bool("neuron_in_region", neuron_in_region, error=DeployError)
     rows = []
     for code, spec in regions().items():
         row = {"region": code, "city": spec.city}

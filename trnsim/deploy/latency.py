@@ -72,6 +72,9 @@ def user_sites() -> dict[str, Site]:
 
 def site(name_or_region: str) -> Site:
     """A user site by city name, or a region's location by region code."""
+    from trnsim.deploy.checks import check_name
+
+    check_name("origin", name_or_region, "a user site (see user_sites()) or a region code")
     sites = user_sites()
     if name_or_region in sites:
         return sites[name_or_region]
@@ -86,6 +89,9 @@ def site(name_or_region: str) -> Site:
 
 def great_circle_km(lat1_deg, lon1_deg, lat2_deg, lon2_deg):
     """Haversine great-circle distance in km (R = 6371 km from the data). Broadcasts over arrays."""
+    from trnsim.deploy.checks import check_coordinates
+
+    check_coordinates(lat1_deg, lon1_deg, lat2_deg, lon2_deg)
     r_km = float(value(_lat()["earth_radius_km"]))
     p1, p2 = np.radians(lat1_deg), np.radians(lat2_deg)
     dphi = p2 - p1
@@ -96,6 +102,9 @@ def great_circle_km(lat1_deg, lon1_deg, lat2_deg, lon2_deg):
 
 def rtt_floor_ms(distance_km):
     """Physics floor: round trip at 5 us/km each way (fibre at ~2/3 c)."""
+    from trnsim.deploy.checks import check_distance
+
+    check_distance(distance_km, np.pi * float(value(_lat()["earth_radius_km"])) * 1.0001)
     us_per_km = float(value(_lat()["fibre_one_way_us_per_km"]))
     return 2.0 * np.asarray(distance_km, dtype=float) * us_per_km / 1000.0
 
@@ -113,6 +122,13 @@ def estimate_rtt(origin: str, to_region: str, *, route_factor: float | None = No
 
     ``route_factor`` overrides the typical factor (must lie in a physical range 1-5).
     """
+    from trnsim.deploy.checks import check_name
+    from trnsim.validation import check_optional, check_number
+
+    check_name("origin", origin, "a user site (see user_sites()) or a region code")
+    check_name("to_region", to_region, "an AWS region code such as 'ap-southeast-1'")
+    check_optional(check_number, "route_factor", route_factor, error=DeployError, min_value=1.0, max_value=5.0,
+                   fix="a route cannot beat the great circle (1.0); sources put typical values at 1.3-2")
     low_f, typ_f, high_f = route_factors()
     if route_factor is not None:
         if not 1.0 <= route_factor <= 5.0:
@@ -131,7 +147,8 @@ def estimate_rtt(origin: str, to_region: str, *, route_factor: float | None = No
         return RttEstimate(o.name, to_region, dist, floor, ms, ms, ms, "measured",
                            f"measured average RTT, {year} ({src})")
     return RttEstimate(
-        o.name, to_region, dist, floor, floor * low_f, floor * typ_f, max(floor * high_f, floor * typ_f), "model",
+        o.name, to_region, dist, floor, min(floor * low_f, floor * typ_f), floor * typ_f, max(floor * high_f, floor * typ_f),
+        "model",
         f"great-circle floor x route factor {typ_f:.2f} (range {low_f}-{high_f}); no measured RTT in the data",
     )
 

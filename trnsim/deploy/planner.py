@@ -140,6 +140,9 @@ class PlanOption:
 
 
 def _check(req: PlanRequest) -> None:
+    from trnsim.deploy.checks import check_request
+
+    check_request(req)
     if req.data_class not in DATA_CLASSES:
         raise DeployError(f"data_class {req.data_class!r} unknown: choose one of {DATA_CLASSES}")
     if not req.rate_rps > 0:
@@ -227,6 +230,9 @@ G6 = ("g6.xlarge",)
 
 def plan(req: PlanRequest | None = None, **overrides) -> list[PlanOption]:
     """Ranked deployment options for ``req`` (or a default request with ``overrides``)."""
+    from trnsim.deploy.checks import check_overrides
+
+    check_overrides(overrides)
     req = req or PlanRequest()
     if overrides:
         req = PlanRequest(**{**req.__dict__, **overrides})

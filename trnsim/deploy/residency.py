@@ -79,6 +79,14 @@ def transfer_routes() -> dict[str, str]:
 
 
 def _check_inputs(data_class: str, plan: str, route: str | None, n_data_subjects: int) -> None:
+    from trnsim.validation import check_int, check_str
+
+    check_str("data_class", data_class, error=DeployError, what=f"one of {DATA_CLASSES}")
+    check_str("plan", plan, error=DeployError, what=f"one of {PLANS}")
+    if route is not None:
+        check_str("route", route, error=DeployError, what="a transfer route key (see transfer_routes()) or None")
+    check_int("n_data_subjects", n_data_subjects, error=DeployError, min_value=0, max_value=10**10,
+              allow_integral_float=False, fix="how many people's data is processed")
     if data_class not in DATA_CLASSES:
         raise DeployError(f"unknown data class {data_class!r}: choose one of {DATA_CLASSES}")
     if plan not in PLANS:
@@ -157,6 +165,11 @@ def assess(
         explicit consent or a listed exception such as medical purposes). None means not chosen yet:
         the verdict is then 'not allowed as planned', whatever the region.
     """
+    from trnsim.validation import check_bool
+
+    check_bool("monitoring", monitoring, error=DeployError)
+    if plan is not None and not isinstance(plan, str):
+        _check_inputs(data_class, plan, route, n_data_subjects)
     r = region(region_code)
     plan = plan or ("in-country" if r.in_malaysia else "cross-border")
     _check_inputs(data_class, plan, route, n_data_subjects)

@@ -31,6 +31,7 @@ from trnsim.serving.estimate import (
     kv_bytes_per_token,
     step_times,
 )
+from trnsim.serving.checks import check_estimate_args, check_instances_needed_args, check_simulate_args, check_work
 from trnsim.serving.hardware import ServingError, serving_hardware
 
 MODES = ("static", "continuous")
@@ -83,6 +84,7 @@ class SimResult:
 def service_times(model: Any, instance: str, tp: int, max_batch: int, input_tokens: int, output_tokens: int,
                   dtype: str = "bf16") -> ServiceTimes:
     """Prefill and decode-step times for every batch size 1..max_batch (mean decode context)."""
+    check_estimate_args(model, instance, tp, max_batch, input_tokens, output_tokens, dtype, batch_name="max_batch")
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, max_batch, input_tokens, output_tokens, dtype)
@@ -205,6 +207,9 @@ def simulate(
     Latency is arrival to last token, in ms; the first ``warmup_fraction`` of requests is left
     out of the percentiles. Pass ``times`` (from :func:`service_times`) to reuse the tables.
     """
+    check_simulate_args(model, instance, tp, max_batch, input_tokens, output_tokens, rate_rps, mode,
+                        instances=instances, n_requests=n_requests, seed=seed, warmup_fraction=warmup_fraction,
+                        dtype=dtype, times=times)
     if mode not in MODES:
         raise ServingError(f"mode {mode!r} unknown: use one of {MODES}")
     if not rate_rps > 0:
@@ -214,6 +219,7 @@ def simulate(
     if not 0 <= warmup_fraction < 0.9:
         raise ServingError(f"warmup_fraction must be in [0, 0.9) (got {warmup_fraction})")
     st = times or service_times(model, instance, tp, max_batch, input_tokens, output_tokens, dtype)
+    check_work(n_requests, st.replicas_per_instance * instances)
     if st.decode_ms.size < max_batch + 1:
         raise ServingError("the service-time tables are shorter than max_batch; rebuild them with service_times()")
     rng = np.random.default_rng(seed)
@@ -258,6 +264,9 @@ def instances_needed(
 
     ``metric='latency'`` checks arrival-to-last-token; ``metric='ttft'`` checks time to first token.
     """
+    check_instances_needed_args(model, instance, tp, max_batch, input_tokens, output_tokens, rate_rps, p99_latency_ms,
+                                mode, metric=metric, max_instances=max_instances, n_requests=n_requests, seed=seed,
+                                dtype=dtype)
     if metric not in ("latency", "ttft"):
         raise ServingError(f"metric must be 'latency' or 'ttft' (got {metric!r})")
     st = service_times(model, instance, tp, max_batch, input_tokens, output_tokens, dtype)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trnsim.serving import collectives
+from trnsim.serving.checks import check_estimate_args, check_instance, check_model_like, check_shape
 from trnsim.serving.hardware import GIB, ServingError, ServingHardware, serving_hardware
 from trnsim.training.recipes import kv_heads_per_device, padded_heads, supported_tp
 
@@ -132,12 +133,13 @@ class ServingEstimate:
 
 
 def _model(model: Any) -> Any:
+    check_model_like(model)
     if isinstance(model, str):
         from trnsim.training import model as lookup
 
         try:
             return lookup(model)
-        except Exception as exc:
+        except KeyError as exc:
             raise ServingError(f"unknown model {model!r}: {exc}") from None
     for attr in ("n_layers", "d_model", "n_heads", "n_kv_heads", "params"):
         if not hasattr(model, attr):
@@ -179,6 +181,8 @@ def weights_read_params(model: Any) -> float:
 
 def kv_bytes_per_token(model: Any, tp: int = 1, dtype: str = "bf16") -> float:
     """KV-cache bytes per token per device: 2 x layers x kv_heads_on_device x head_dim x bytes."""
+    check_model_like(model)
+    check_shape(tp, 1, 1, 1, dtype)
     model = _model(model)
     kv_dev = kv_heads_per_device(model.n_kv_heads, tp)
     return 2.0 * model.n_layers * kv_dev * head_dim(model) * DTYPE_BYTES[dtype]
@@ -357,6 +361,7 @@ def estimate(
     the weights and the KV cache at the full context ``input + output``. The instance runs
     ``devices // tp`` independent replicas; throughput and cost count all of them.
     """
+    check_estimate_args(model, instance, tp, batch, input_tokens, output_tokens, dtype)
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, batch, input_tokens, output_tokens, dtype)
@@ -399,6 +404,7 @@ def estimate(
 
 def max_batch(model: Any, instance: str, tp: int, input_tokens: int, output_tokens: int, dtype: str = "bf16") -> int:
     """Largest batch whose weights + KV cache fit per device (0 if the weights alone do not fit)."""
+    check_estimate_args(model, instance, tp, 1, input_tokens, output_tokens, dtype)
     model = _model(model)
     hw = serving_hardware(instance)
     _validate(model, hw, tp, 1, input_tokens, output_tokens, dtype)
@@ -412,6 +418,8 @@ def valid_tp(model: Any, instance: str) -> list[int]:
     """TP degrees allowed on ``instance``: the runtime's supported degrees (``data/training.json``
     neuron_tp_degrees, shared with training) up to the instance's devices; heads are padded
     when the degree does not divide them. GPUs: 1 only."""
+    check_model_like(model)
+    check_instance(instance)
     model = _model(model)
     hw = serving_hardware(instance)
     if hw.kind != "neuron":

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Mapping
 
 import trnsim
-from trnsim.datafiles import load_json
+from trnsim.datafiles import CatalogError, DataFileError, load_json
 
 GIB = 2**30
 
@@ -91,14 +91,23 @@ def gpu_instance_names() -> tuple[str, ...]:
     return tuple(load_json("regions.json")["gpu_instances"])
 
 
-@lru_cache(maxsize=None)
 def serving_hardware(name: str) -> ServingHardware:
     """The :class:`ServingHardware` for an instance name (Neuron from the catalog, GPU from regions.json)."""
+    from trnsim.validation import check_str
+
+    check_str("instance", name, error=ServingError, what="an instance name such as 'inf2.48xlarge'")
+    return _serving_hardware(name)
+
+
+@lru_cache(maxsize=None)
+def _serving_hardware(name: str) -> ServingHardware:
     if name in gpu_instance_names():
         return _gpu(name)
     try:
         return _neuron(name)
-    except Exception as exc:  # the catalog raises CatalogError with the known names
+    except DataFileError:
+        raise  # a broken data file is a data error, not an unknown instance
+    except CatalogError as exc:
         raise ServingError(
             f"unknown instance {name!r} for serving ({exc}). GPU options: {', '.join(gpu_instance_names())}"
         ) from None

@@ -39,6 +39,7 @@ from typing import Any
 
 from trnsim.training import comm, neuron_step
 from trnsim.training._data import load, value
+from trnsim.training.checks import check_model_arg, check_plan_args, check_throughput_args, check_world
 from trnsim.training.models import RECOMPUTE_MODES, ModelSpec, model as get_model
 from trnsim.training.recipes import kv_replication, recipe
 from trnsim.training.systems import GIB, PlanError, SystemSpec, system as get_system
@@ -200,8 +201,12 @@ def make_plan(
     uses selective recompute, flash attention and an optimizer step after accumulation;
     the GPU reference runs use no recompute, no flash attention, overlapped DP).
     """
+    check_plan_args(model, instance, nodes, tp, pp, dp, seq_len=seq_len, global_batch=global_batch,
+                    micro_batch=micro_batch, zero1=zero1, sequence_parallel=sequence_parallel, recompute=recompute,
+                    dtype=dtype, flash_attention=flash_attention, virtual_stages=virtual_stages, overlap_dp=overlap_dp)
     spec = get_model(model)
     sys = get_system(instance)
+    check_world(int(nodes), sys.devices_per_node, sys.name)
     rec = recipe(sys.kind)
     if recompute is None:
         recompute = rec["recompute"]
@@ -497,11 +502,13 @@ def _finish(plan: Plan, spec: ModelSpec, sys: SystemSpec, notes: list[str], brea
 def mfu_from_throughput(model: str | ModelSpec, seq_len: int, tokens_per_s: float, devices: int,
                         peak_tflops_per_device: float) -> float:
     """MFU = tokens/s x model FLOPs per token / (devices x peak) (PaLM, Chowdhery et al. 2022)."""
+    check_throughput_args(seq_len, tokens_per_s, devices, peak_tflops_per_device)
     spec = get_model(model)
     return tokens_per_s * spec.flops_per_token(seq_len) / (devices * peak_tflops_per_device * 1e12)
 
 
 def chinchilla_tokens(model: str | ModelSpec) -> float:
     """Compute-optimal training tokens, about 20 per parameter (Hoffmann et al. 2022)."""
+    check_model_arg(model)
     per = float(value(load("training.json")["chinchilla_tokens_per_param"]))
     return per * get_model(model).params

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trnsim.training._data import load, value
+from trnsim.training.systems import PlanError
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -253,6 +254,11 @@ def model(name: str | ModelSpec) -> ModelSpec:
     """The catalog model ``name`` (case-insensitive), e.g. ``model("llama3.1-70b")``."""
     if isinstance(name, ModelSpec):
         return name
+    if not isinstance(name, str):
+        from trnsim.validation import type_error
+
+        raise type_error(PlanError)(f"model={name!r}: must be a model name (a string such as 'llama3.1-8b') "
+                                    f"or a ModelSpec, not {type(name).__name__}")
     cat = models()
     key = str(name).strip().lower()
     if key in cat:
@@ -262,7 +268,14 @@ def model(name: str | ModelSpec) -> ModelSpec:
             return spec
     close = [k for k in cat if key.replace("_", "-") in k or k in key]
     hint = f" Did you mean {', '.join(close[:4])}?" if close else ""
-    raise KeyError(f"unknown model {name!r}.{hint} Known models: {', '.join(sorted(cat))}")
+    raise UnknownModelError(f"unknown model {name!r}.{hint} Known models: {', '.join(sorted(cat))}")
+
+
+class UnknownModelError(PlanError, KeyError):
+    """A model name that is not in ``data/models.json``: a PlanError, and a KeyError for older callers."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def model_sources() -> dict[str, dict]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trnsim.training.checks import check_search_args, check_world
 from trnsim.training.estimate import Estimate, _estimate, make_plan
 from trnsim.training.models import ModelSpec, model as get_model
 from trnsim.training.systems import GIB, PlanError, system as get_system
@@ -54,8 +55,13 @@ def search(
     zero1: bool = True, sequence_parallel: bool = True, dtype: str = "bf16", flash_attention: bool | None = None,
 ) -> SearchResult:
     """Rank every valid plan for ``model`` on ``nodes`` x ``instance`` (fastest step first)."""
+    check_search_args(model, instance, nodes, seq_len, global_batch, micro_batches=micro_batches,
+                      recompute_modes=recompute_modes, zero1=zero1, sequence_parallel=sequence_parallel, dtype=dtype,
+                      flash_attention=flash_attention)
+    nodes, seq_len, global_batch = int(nodes), int(seq_len), int(global_batch)
     spec = get_model(model)
     sys = get_system(instance)
+    check_world(nodes, sys.devices_per_node, sys.name)
     world = nodes * sys.devices_per_node
     tps = sys.supported_tp or tuple(t for t in range(1, sys.devices_per_node + 1) if sys.devices_per_node % t == 0)
     pps = tuple(p for p in range(1, spec.n_layers + 1) if spec.n_layers % p == 0 and p <= world)

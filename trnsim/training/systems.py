@@ -66,17 +66,28 @@ def gpu_system_names() -> tuple[str, ...]:
     return tuple(load("training.json")["gpu_systems"])
 
 
-@lru_cache(maxsize=None)
 def system(name: str) -> SystemSpec:
     """The SystemSpec for a Neuron instance name (``trn1.32xlarge``) or a GPU system name."""
+    from trnsim.validation import check_str
+
+    check_str("instance", name, error=PlanError, what="a Neuron instance name (e.g. 'trn1.32xlarge') or a GPU system name")
+    return _system(name)
+
+
+@lru_cache(maxsize=None)
+def _system(name: str) -> SystemSpec:
     key = str(name).strip()
     gpus = load("training.json")["gpu_systems"]
     if key.lower() in gpus:
         return _gpu_system(key.lower(), gpus[key.lower()])
     import trnsim
 
+    from trnsim.datafiles import DataFileError
+
     try:
         inst = trnsim.instance(key)
+    except DataFileError:
+        raise  # a broken data file is a data error, not an unknown system
     except Exception as exc:  # catalog raises its own lookup error
         raise PlanError(
             f"unknown system {name!r}: not a Neuron instance in the catalog ({exc}) and not one of the "
