@@ -34,7 +34,7 @@ def test_planner_panel_follows_controls():
 
 def test_planner_panel_error():
     p = PlannerPanel(draw=False)
-    p.slo.value = 100
+    p.data_class.value = "sensitive"   # health data with no PDPA s.40 basis chosen: no plan is allowed
     p.model.value = "llama3.1-70b"
     assert not p.error and not p.result.feasible  # shown as infeasible, with reasons
     assert p.result.reasons

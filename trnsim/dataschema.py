@@ -45,6 +45,7 @@ class Rule:
     nullable: bool = False
     allow_text: bool = False
     reason: str = ""
+    text_values: tuple[str, ...] = ()
 
     def describe(self) -> str:
         if self.kind in ("text", "bool"):
@@ -66,6 +67,8 @@ class Rule:
             return None if isinstance(v, bool) else "expected true or false"
         if isinstance(v, str) and self.allow_text:
             return None
+        if isinstance(v, str) and self.text_values:
+            return None if v in self.text_values else f"expected a number or one of {list(self.text_values)}"
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return f"expected {'an integer' if self.kind == 'integer' else 'a number'}, not {type(v).__name__}"
         if not math.isfinite(v):
@@ -123,8 +126,7 @@ KEY_RULES: tuple[tuple[str, Rule], ...] = (
     (r"values", QUOTED),
     # counts added with the NxD/transformers-neuronx recipes and the kernel timing model
     (r"ring|mesh|recursive_halving_doubling|recursive_doubling",
-     _count("rank count the algorithm runs at", allow_text=True,
-            reason='"any" where the generation runs the algorithm at every rank count')),
+     _count("rank count the algorithm runs at", text_values=("any",))),
     (r"all_gather|reduce_scatter|all_reduces_per_layer|dependent_ops_per_layer|stage|tiles_k"
      r"|matmul_instruction_count|dma_queues_per_engine", _count("count")),
     (r"scalar|vector", _count("engine passes")),
