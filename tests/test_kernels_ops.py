@@ -3,7 +3,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
+import trnsim.neuronxcc.nki as nki
 from trnsim.kernels import (
     attention, flash_attention, layernorm, reference, rmsnorm, softmax, tensor_add, transpose2d,
 )

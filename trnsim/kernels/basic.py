@@ -1,9 +1,9 @@
 """Tensor add and 2-D transpose, written in trnsim.nki (classic NKI style)."""
 from __future__ import annotations
 
-import trnsim.nki as nki
-import trnsim.nki.isa as nisa
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.isa as nisa
+import trnsim.neuronxcc.nki.language as nl
 
 
 def _divisible(name: str, what: str, size: int, tile: int) -> None:

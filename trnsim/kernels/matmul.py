@@ -20,8 +20,8 @@ Sizes must tile evenly (a clear error says which dimension does not).
 """
 from __future__ import annotations
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
 
 
 def _check(lhsT, rhs, tile_m: int, tile_n: int, tile_k: int, name: str) -> tuple[int, int, int]:

@@ -320,11 +320,12 @@ class Tensor:
     # per-instance state with class-level defaults (tracing creates many tensors; set only when changed)
     live = True
     freed_line: str | None = None
+    parked = None           # NKI 0.6: live-record of a tensor whose loop iteration ended (see Context.recharge)
     acc = None              # PSUM: bool array, True where a matmul accumulation group is open (numerics)
     mutable = True
     _full_op = None         # cached trace Operand of the full view
     _ops = None             # cached trace Operands of basic sub-views, by ranges
-    alias = None            # View this temp tile was retargeted into (see runtime.assign)
+    alias = None            # View this temp tile was retargeted into (see language.assign)
     written = False
     mm_open = False         # PSUM: a matmul accumulation group is open (numerics=False tracking)
     root = None             # the tensor a reshaped HBM tensor views
@@ -422,16 +423,25 @@ class Tensor:
 
 
 _new_view = object.__new__
-_runtime = None
 
 
-def _rt():
-    """trnsim.nki.runtime (imported on first use: it imports this module)."""
-    global _runtime
-    if _runtime is None:
-        from trnsim.nki import runtime
-        _runtime = runtime
-    return _runtime
+class _Hooks:
+    """Operations of tensors that belong to higher layers (assignment, ``+=``, arithmetic operators).
+
+    This module (the bottom layer) never imports them: :mod:`trnsim.nki.language` fills the slots when
+    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``)."""
+    assign = None
+    augmented = None
+    ops = None
+
+
+HOOKS = _Hooks()
+
+
+def _rt() -> _Hooks:
+    if HOOKS.assign is None:
+        raise RuntimeError("trnsim.nki.language is not imported: tile assignment and operators need it")
+    return HOOKS
 
 
 class View:
@@ -609,10 +619,9 @@ class View:
         return _index(self, key)
 
     def __setitem__(self, key, value) -> None:
-        runtime = _rt()
         dst = self if (key is Ellipsis or (isinstance(key, slice) and key == slice(None)
                                            and len(self.shape) == 1)) else self[key]
-        runtime.assign(dst, value)
+        HOOKS.assign(dst, value)
 
     def reshape(self, shape) -> Tensor:
         t = self.tensor
@@ -637,8 +646,7 @@ class View:
 
     # ---------------------------------------------------------------- operator sugar
     def _nl(self):
-        from trnsim.nki import language
-        return language
+        return _rt().ops
 
     def __add__(self, o):
         return self._nl().add(self, o)

@@ -1,0 +1,102 @@
+"""Scalar Engine ``activation`` / ``activation_reduce``: ``op(data * scale + bias)`` with an optional free-axis reduction."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
+                                   result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa.ops import ACT, REDUCE, op_name
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import mask_array
+
+
+def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None, mask=None,
+                dst=None, api="activation"):
+    ctx = current()
+    name = op_name(func, "act")
+    v = tile_arg(data, api, "data")
+    check_free_limit(v, api, "data")
+    P = v.shape[0]
+    reads = [v]
+    if is_tile(scale):
+        sv = tile_arg(scale, api, "scale")
+        if sv.tensor.dtype_name != "float32":
+            raise KernelError("err_activation_scale_invalid_type",
+                              f"activation scale tile has dtype {sv.tensor.dtype_name}; it must be float32",
+                              "keep the scale vector in nl.float32")
+    sc, sc_vec = scalar_or_vector(scale, P, api, "scale", reads)
+    if bias is not None and not is_tile(bias):
+        raise KernelError("err_activation_bias_invalid_type", "activation bias must be a [P, 1] tile",
+                          "put the bias in a [P, 1] tile (e.g. nl.full((P, 1), b, nl.float32))")
+    if bias is not None:
+        bv = tile_arg(bias, api, "bias")
+        if bv.tensor.dtype_name not in ("float32", "float16", "bfloat16"):
+            raise KernelError("err_activation_bias_invalid_type",
+                              f"activation bias has dtype {bv.tensor.dtype_name}; it must be float32/float16/bfloat16",
+                              "cast the bias tile")
+    bi, bi_vec = scalar_or_vector(bias, P, api, "bias", reads)
+    shape = tuple(v.shape)
+    dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
+    res = None
+    red_name = op_name(reduce_op, "reduce") if reduce_op is not None else None
+    if ctx.numerics:
+        x = read(v)
+        if sc_vec:
+            x = x * bcast_free(read(sc), x.ndim)
+        elif sc is not None and sc != 1.0:
+            x = x * np.float32(sc)
+        if bi is not None:
+            x = x + bcast_free(read(bi), x.ndim)
+        with np.errstate(all="ignore"):
+            res = np.asarray(ACT[name](x), dtype=np.float32)
+        store_result(ctx, dview, res, mask_array(mask, shape))
+    writes = [dview]
+    if red_name is not None:
+        if reduce_res is None:
+            raise KernelError("err_invalid_arguments", "activation with reduce_op needs reduce_res=",
+                              "pass reduce_res=<[P, 1] tile>")
+        rv = as_view(reduce_res)
+        if tuple(rv.shape) != (P, 1):
+            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+        if ctx.numerics:
+            axes = tuple(range(1, res.ndim))
+            write(rv, REDUCE[red_name](res, axis=axes, keepdims=True).reshape(P, 1))
+        writes.append(rv)
+    n = free_size(shape)
+    attrs = {"func": name, "has_scale": sc_vec or (sc is not None and sc != 1.0), "has_bias": bi is not None,
+             "reduce": red_name is not None}
+    if red_name:
+        attrs["reduce_op"] = red_name
+    ctx.emit("activation", "scalar", reads, writes, attrs, n * P * (1 + int(attrs["has_scale"]) + int(bi is not None)),
+             0, n, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def activation(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+               dtype=None, **kw):
+    """``out = func(data * scale + bias)`` on ScalarE (fp32 internally), optional free-axis reduce into reduce_res."""
+    dst = kw.pop("dst", None)
+    op = kw.pop("op", None)
+    data = kw.pop("data", None)
+    pos = list(args)
+    if pos and is_tile(pos[0]):
+        dst = pos.pop(0)
+    if pos:
+        op = pos.pop(0)
+    if pos:
+        data = pos.pop(0)
+    if pos:
+        bias = pos.pop(0)
+    if pos:
+        scale = pos.pop(0)
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, dtype, mask, dst)
+
+
+def activation_reduce(*args, reduce_op=None, reduce_res=None, **kw):
+    return activation(*args, reduce_op=reduce_op, reduce_res=reduce_res, **kw)
+
+
+__all__ = ["activation", "activation_reduce"]

@@ -1,0 +1,136 @@
+"""Tensor creation: ``ndarray``, ``zeros``, ``ones``, ``full`` and the ``*_like`` forms."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki import dtypes as _dt
+from trnsim.nki.context import current
+from trnsim.nki.isa import fill as _fill  # noqa: F401
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import ParDim, Tensor
+from trnsim.nki.language.buffers import _Buffer
+
+
+# ----------------------------------------------------------------------------- creation
+
+def _shape_pdim(shape) -> tuple[tuple[int, ...], int]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(shape)
+    pd = [k for k, s in enumerate(shape) if isinstance(s, ParDim)]
+    return tuple(int(s) for s in shape), (pd[0] if pd else 0)
+
+
+def _buf(buffer) -> tuple[str, str]:
+    if buffer is None:
+        return "sbuf", "local"
+    if isinstance(buffer, _Buffer):
+        return ("hbm", buffer.kind) if buffer.kind in ("private", "shared") else (buffer.kind, "local")
+    if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
+        return {"sbuf": ("sbuf", "local"), "psum": ("psum", "local"), "hbm": ("hbm", "private"),
+                "shared_hbm": ("hbm", "shared"), "private_hbm": ("hbm", "private")}[buffer]
+    raise KernelError("err_unsupported_buffer", f"unknown buffer {buffer!r}",
+                      "use nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm")
+
+
+def ndarray(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    """Allocate an uninitialised tensor (SBUF by default; floats read as NaN until written)."""
+    return _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
+
+
+_ALLOC_ARGS: dict = {}   # (shape, dtype, buffer) -> (shape, pdim, buffer name, kind, dtype name), plain-int shapes
+
+
+def _alloc_args(shape, dtype, buffer):
+    """Normalised (shape, pdim, buffer name, kind, dtype name) of an allocation call (memoised when the shape is a
+    tuple of plain ints: ``nl.par_dim`` entries compare equal to ints, so they never use the memo)."""
+    key = None
+    if type(shape) is tuple:
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            key = (shape, dtype, buffer)
+            try:
+                hit = _ALLOC_ARGS.get(key)
+            except TypeError:
+                key = hit = None
+            if hit is not None:
+                return hit
+    shape, pd = _shape_pdim(shape)
+    bname, kind = _buf(buffer)
+    dname = _dt.dtype_name(dtype)
+    res = (shape, pd, bname, kind, dname)
+    if key is not None and len(_ALLOC_ARGS) < 4096:
+        _ALLOC_ARGS[key] = res
+    return res
+
+
+def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
+    ctx = current()
+    shape, pd, bname, kind, dname = _alloc_args(shape, dtype, buffer)
+    if bname == "hbm":
+        if fill != "uninit":
+            raise KernelError("err_hbm_tensor_with_init_value_not_supported",
+                              f"HBM tensor {name or api}{fmt_shape(shape)} cannot be created with an init value",
+                              "create it with nl.ndarray(..., buffer=nl.shared_hbm) and store data into it")
+        if kind == "shared":
+            if len(ctx.scopes) > 1:
+                raise KernelError("err_shared_hbm_must_in_kernel_level",
+                                  "nl.shared_hbm tensors must be allocated at kernel level, not inside a loop",
+                                  "move the nl.ndarray(..., buffer=nl.shared_hbm) call before the loops")
+            pos = ctx.shared_pos
+            ctx.shared_pos += 1
+            if pos < len(ctx.shared):
+                t = ctx.shared[pos]
+                if t.shape != shape or t.dtype_name != dname:
+                    raise KernelError("err_spmd_shared_mismatch",
+                                      f"SPMD instances allocate different shared_hbm tensors ({fmt_shape(t.shape)} "
+                                      f"{t.dtype_name} vs {fmt_shape(shape)} {dname})",
+                                      "every program instance must allocate the same shared outputs")
+                return t
+        t = Tensor(ctx, shape, dname, "hbm", name, kind="shared" if kind == "shared" else "private")
+        t.depth = len(ctx.loops)
+        t.alloc_id = ctx.new_alloc(name, "hbm", shape, dname, t.bytes_per_partition, 1, kind == "shared")
+        if ctx.numerics:
+            t.data = np.full(shape, np.nan if _dt.is_float(dname) else 0, dtype=_dt.storage_dtype(dname))
+        if kind == "shared":
+            ctx.shared.append(t)
+        return t
+    t = ctx.new_tensor(shape, dname, bname, name, pdim=pd, fill=fill, api=api)
+    if fill != "uninit" and bname == "sbuf":
+        _fill._memset_into(t.full_view(), float(fill))
+    return t
+
+
+def zeros(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    """Allocate a zero-filled tensor (SBUF memset; a PSUM accumulator's zero fill is folded into its
+    first matmul, as the compiler does, and records no instruction)."""
+    return _alloc(shape, dtype, buffer, name, 0.0, "zeros")
+
+
+def ones(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return _alloc(shape, dtype, buffer, name, 1.0, "ones")
+
+
+def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return _alloc(shape, dtype, buffer, name, float(fill_value), "full")
+
+
+def zeros_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return zeros(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def empty_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return ndarray(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def ones_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return ones(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def full_like(a, fill_value, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return full(a.shape, fill_value, dtype or a.dtype, buffer=buffer, name=name)
+
+
+__all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like"]
