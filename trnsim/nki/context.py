@@ -43,6 +43,23 @@ from trnsim.nki.trace import (Instruction, Operand, Region, Trace, make_allocati
                               make_region)
 
 _CURRENT: "Context | None" = None
+
+
+class Placement:
+    """Where the kernel asked an on-chip tensor to live (``nki.compiler.sbuf.mod_alloc`` / ``psum.mod_alloc`` /
+    ``nl.ndarray(address=...)``): recorded on the trace Allocation (``placement``) so a scheduler can honour it.
+
+    ``buffer`` "sbuf" | "psum"; ``fields``: the directive's arguments (``base_addr`` bytes per partition,
+    ``base_partition``, ``base_bank``, ``num_free_tiles`` / ``num_bank_tiles`` rotating-buffer counts, ...)."""
+    __slots__ = ("buffer", "fields")
+
+    def __init__(self, buffer: str, **fields):
+        self.buffer = buffer
+        self.fields = fields
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.buffer}.mod_alloc({args})"
 _new_tensor = object.__new__
 
 
@@ -53,6 +70,29 @@ def current() -> "Context":
                           "NKI API called outside of a kernel",
                           "call it inside a function run by nki.simulate_kernel / an @nki.jit kernel")
     return ctx
+
+
+_NO_REORDER_UID = [0]
+
+
+class NoReorderBlock:
+    """``with nki.compiler.no_reorder():`` -- instructions issued inside keep their program order."""
+
+    def __init__(self):
+        self._saved: list = []
+
+    def __enter__(self) -> "NoReorderBlock":
+        ctx = current()
+        _NO_REORDER_UID[0] += 1
+        self._saved.append(ctx.directive_attrs)
+        attrs = dict(ctx.directive_attrs or {})
+        attrs["no_reorder"] = _NO_REORDER_UID[0]
+        ctx.directive_attrs = attrs
+        return self
+
+    def __exit__(self, *exc) -> None:
+        current().directive_attrs = self._saved.pop()
+
 
 
 class _AllocRec:
@@ -96,6 +136,9 @@ class Context:
         self.dialect = "nki"                      # "nki" (NKI 0.6 rules) or "beta1" (trnsim.neuronxcc.nki)
         self.lnc = 1                              # physical cores of the logical NeuronCore
         self.core = 0                             # physical core of the running program instance
+        self.directive_attrs: dict | None = None  # attrs every emitted instruction gets (e.g. a no_reorder block)
+        self.directives: dict = {}                # kernel-level compiler directives (Trace.directives)
+        self.placements: dict[int, dict] = {}     # alloc_id -> requested placement (Allocation.placement)
         self.active = True
         self.last_out: Any = None      # weakref to the tensor written by the last instruction
         self.last_out_index = -1
@@ -488,10 +531,12 @@ class Context:
         else:
             deps = ()
         ins = make_instruction(idx, opcode, engine, tuple(rops), tuple(wops), attrs, flops, bytes_moved,
-                               deps, free_elements, partitions, short_location(2), self.program_id)
+                               deps, free_elements, partitions, short_location(2), self.program_id, self.core)
         loops = self.loops
         if loops:
             attrs.setdefault("loop", loops[-1][0])
+        if self.directive_attrs:
+            attrs.update(self.directive_attrs)
         instructions.append(ins)
         return idx
 
@@ -641,9 +686,9 @@ class Context:
             i = a.info
             if a.first_use >= 0 or i[7]:
                 allocs.append(make_allocation(i[0], i[1], i[2], i[3], i[4], i[5], i[6], a.first_use, a.last_use,
-                                              i[7]))
+                                              i[7], self.placements.get(i[0])))
         return Trace(self.kernel_name, self.target, self.instructions, allocs, self.grid, self.numerics,
-                     self.peak_sbuf_bytes, self.peak_psum_banks)
+                     self.peak_sbuf_bytes, self.peak_psum_banks, self.lnc, dict(self.directives))
 
 
 def _box_overlap(a, b) -> bool:
@@ -741,6 +786,8 @@ def check_assign_shape(dst: View, shape, api: str) -> None:
     shape = tuple(shape)
     if ds == shape:
         return
+    if ds and shape and ds[0] == shape[0] and math.prod(ds) == math.prod(shape) and len(ds) != len(shape):
+        return  # same elements per partition, e.g. a [P, 1] value into a [P] column view
     if len(shape) <= len(ds):
         padded = (1,) * (len(ds) - len(shape)) + shape
         if all(a == b or a == 1 for a, b in zip(padded, ds)):

@@ -150,6 +150,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
                           "every grid dimension must be >= 1", location="")
     ctx = Context(name or getattr(func, "__name__", "kernel"), target, numerics, grid)
     ctx.dialect = dialect
+    ctx.directives = dict(getattr(func, "_nki_directives", None) or {})
     ctx.lnc = int(lnc)
     if ctx.lnc > 1 and ctx.limits.neuroncore_version == "NC-v2":
         raise KernelError("err_invalid_lnc", f"an LNC={ctx.lnc} launch needs a logical NeuronCore of {ctx.lnc} "

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from trnsim.nki import dtypes as dt
+from trnsim.nki.dtypes import dtype_name as _dtype_name
 from trnsim.nki.rules import KernelError, fmt_shape
 
 BUFFERS = ("sbuf", "psum", "hbm")
@@ -622,6 +623,66 @@ class View:
         dst = self if (key is Ellipsis or (isinstance(key, slice) and key == slice(None)
                                            and len(self.shape) == 1)) else self[key]
         HOOKS.assign(dst, value)
+
+    def offset_elements(self) -> int:
+        """Flat (row-major) element offset of this view's first element in its tensor."""
+        t = self.tensor
+        if self.adv is not None:
+            idx = tuple(int(np.broadcast_to(a.values(), self.shape).flat[0]) if isinstance(a, IndexExpr) else int(a)
+                        for a in self.adv)
+        else:
+            idx = tuple(r[1] for r in self.ranges)
+        return int(np.ravel_multi_index(idx, t.shape)) if t.shape else 0
+
+    def ap(self, pattern, offset: int | None = None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
+           dtype=None) -> "View":
+        """NKI access pattern (nki-aps.rst): the elements ``flat[offset + sum(step_k * i_k)]`` of the tensor
+        flattened row-major, for ``i_k < num_k`` of ``pattern = [[step_0, num_0], [step_1, num_1], ...]``; the
+        result has shape ``(num_0, num_1, ...)``. ``offset`` (elements) defaults to this view's own offset.
+        On SBUF/PSUM the first pair is the partition access and its step must be the tensor's free size."""
+        t = self.tensor
+        if scalar_offset is not None or vector_offset is not None:
+            raise KernelError("err_unsupported_access_pattern",
+                              "runtime offsets (scalar_offset= / vector_offset=) in .ap() are not simulated by trnsim",
+                              "use a compile-time offset= (a Python int)")
+        if dtype is not None and _dtype_name(dtype) != t.dtype_name:
+            raise KernelError("err_unsupported_access_pattern",
+                              f".ap(dtype=...) reinterpreting {t.dtype_name} is not simulated by trnsim",
+                              "cast with nl.copy(x, dtype=...) or nisa.tensor_copy into a tile of the new dtype")
+        try:
+            pairs = [(int(p[0]), int(p[1])) for p in pattern]
+        except (TypeError, ValueError, IndexError):
+            raise KernelError("err_invalid_access_pattern",
+                              f"access pattern {pattern!r} is not a list of [step, num] pairs",
+                              "write .ap([[partition_step, partitions], [step, num], ...], offset=...)") from None
+        if not pairs or any(n < 1 for _, n in pairs):
+            raise KernelError("err_invalid_access_pattern", f"access pattern {pairs} needs pairs with num >= 1",
+                              "every [step, num] must count at least one element")
+        base = self.offset_elements() if offset is None else int(offset)
+        size = 1
+        for s_ in t.shape:
+            size *= s_
+        if t.buffer != "hbm" and len(t.shape) > 1:
+            free = size // t.shape[0]
+            if pairs[0][0] != free and pairs[0][1] > 1:
+                raise KernelError("err_invalid_access_pattern",
+                                  f"the partition step of access pattern {pairs} on {t.buffer} tensor "
+                                  f"{fmt_shape(t.shape)} is {pairs[0][0]}, but partitions must be read contiguously: "
+                                  f"the step must be the tensor's free size {free}",
+                                  f"use [[{free}, partitions], ...] as the first pair")
+        flat = np.full([n for _, n in pairs], base, dtype=np.int64)
+        for k, (step, n) in enumerate(pairs):
+            shp = [1] * len(pairs)
+            shp[k] = n
+            flat = flat + (step * np.arange(n, dtype=np.int64)).reshape(shp)
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0 or hi >= size:
+            raise KernelError("err_tensor_access_out_of_bound",
+                              f"access pattern {pairs} with offset {base} reads elements {lo}..{hi} of tensor "
+                              f"`{t.name or 'tile'}`{fmt_shape(t.shape)} ({size} elements)",
+                              "shrink the pattern's counts or the offset")
+        idx = np.unravel_index(flat, t.shape)
+        return View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
 
     def reshape(self, shape) -> Tensor:
         t = self.tensor

@@ -125,3 +125,4 @@ def benchmark(kernel=None, **kwargs):
 __all__ = ["jit", "simulate_kernel", "trace_kernel", "profile", "benchmark", "baremetal", "Kernel", "KernelError",
            "Trace", "Instruction", "Operand", "Region", "Allocation", "isa", "language", "typing",
            "default_target", "limits_for"]
+from trnsim.nki import compiler  # noqa: F401

@@ -57,12 +57,12 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             raise KernelError("err_invalid_arguments", "activation with reduce_op needs reduce_res=",
                               "pass reduce_res=<[P, 1] tile>")
         rv = as_view(reduce_res)
-        if tuple(rv.shape) != (P, 1):
+        if rv.shape[0] != P or free_size(rv.shape) != 1:
             raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
                               f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
         if ctx.numerics:
             axes = tuple(range(1, res.ndim))
-            write(rv, REDUCE[red_name](res, axis=axes, keepdims=True).reshape(P, 1))
+            write(rv, REDUCE[red_name](res, axis=axes, keepdims=True).reshape(rv.shape))
         writes.append(rv)
     n = free_size(shape)
     attrs = {"func": name, "has_scale": sc_vec or (sc is not None and sc != 1.0), "has_bias": bi is not None,

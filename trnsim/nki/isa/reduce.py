@@ -97,7 +97,7 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     rname = op_name(reduce_op, "reduce")
     o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
     rv = as_view(reduce_res)
-    if tuple(rv.shape) != (P, 1):
+    if rv.shape[0] != P or free_size(rv.shape) != 1:
         raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
                           f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
     shape = tuple(v.shape)
@@ -109,7 +109,7 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
             ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
             res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))
-        write(rv, REDUCE[rname](res, axis=tuple(range(1, res.ndim)), keepdims=True).reshape(P, 1))
+        write(rv, REDUCE[rname](res, axis=tuple(range(1, res.ndim)), keepdims=True).reshape(rv.shape))
     n = free_size(shape)
     ctx.emit(api, "vector", reads, (dview, rv), {"op0": n0, "reduce_op": rname}, 2 * n * P, 0, n, P)
     finish(ctx, out_t, res)

@@ -18,6 +18,10 @@ from trnsim.nki.tensors import Broadcast, Tensor, View
 def matmul(x, y, *, transpose_x: bool = False, mask=None, **kwargs) -> Tensor:
     """``x @ y`` into a new PSUM tile (fp32). With ``transpose_x=True``, ``x`` is already [K, M] and the
     result is ``x.T @ y`` (one nc_matmul); otherwise x [M, K] is first transposed on the Tensor Engine."""
+    if isinstance(y, (Tensor, View)) and as_view(y).tensor.buffer == "psum":
+        y = copy(y)          # the Tensor Engine reads SBUF: the compiler evacuates a PSUM operand first
+    if isinstance(x, (Tensor, View)) and as_view(x).tensor.buffer == "psum":
+        x = copy(x)
     if not transpose_x:
         xt = _tr._transpose(x, "tensor", api="transpose")
         xs = copy(xt, dtype=as_view(x).tensor.dtype_name)

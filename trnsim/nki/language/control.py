@@ -50,12 +50,32 @@ def nc(n: int) -> int:
 _LOOP_UID = [0]
 
 
-def _loop(kind: str, args):
-    r = range(*[int(a) for a in args])
+def _range(kind: str, args) -> range:
+    start, stop, step = args
+    if stop is None:
+        start, stop = 0, start
+    vals = []
+    for a in (start, stop, step):
+        try:
+            vals.append(int(a))
+        except (TypeError, ValueError):
+            raise KernelError("err_invalid_range", f"nl.{kind} bounds must be compile-time integers, got {a!r}",
+                              f"write nl.{kind}(start, stop, step) with Python ints") from None
+    if vals[2] == 0:
+        raise KernelError("err_invalid_range", f"nl.{kind}({', '.join(map(str, vals))}) has step 0",
+                          "use a non-zero step (NKI loops count up with a positive step)")
+    return range(*vals)
+
+
+def _loop(kind: str, args, directives=None):
+    r = _range(kind, args)
     ctx = current()
     _LOOP_UID[0] += 1
     uid = _LOOP_UID[0]
+    block = directives if hasattr(directives, "__enter__") else None
     try:
+        if block is not None:
+            block.__enter__()
         for i in r:
             ctx.push_scope(kind, uid, i)
             try:
@@ -63,24 +83,34 @@ def _loop(kind: str, args):
             finally:
                 ctx.pop_scope()
     finally:
+        if block is not None:
+            block.__exit__(None, None, None)
         ctx.forget_loop(uid)
 
 
-def affine_range(*args, **kwargs):
+def affine_range(start, stop=None, step=1, directives=None, **kwargs):
     """Parallel loop (no loop-carried dependency except associative accumulation). Unrolled at trace time;
-    tiles created in an iteration are released at its end."""
-    return _loop("affine_range", args)
+    the buffers of an iteration are reused by the next (a tile kept past its iteration is re-charged when used).
+    ``directives=nki.compiler.no_reorder()`` keeps the loop's instructions in program order."""
+    return _loop("affine_range", (start, stop, step), directives)
 
 
-def sequential_range(*args, **kwargs):
+def sequential_range(start, stop=None, step=1, directives=None, **kwargs):
     """Loop with a loop-carried dependency. Unrolled at trace time."""
-    return _loop("sequential_range", args)
+    return _loop("sequential_range", (start, stop, step), directives)
 
 
-def static_range(*args, **kwargs):
+def static_range(start, stop=None, step=1, directives=None, **kwargs):
     """Fully unrolled loop."""
-    return _loop("static_range", args)
+    return _loop("static_range", (start, stop, step), directives)
+
+
+def no_reorder():
+    """``with nl.no_reorder():`` -- the instructions issued inside keep their program order (recorded as
+    ``attrs["no_reorder"]`` in the trace; see :mod:`trnsim.nki.compiler`)."""
+    from trnsim.nki.context import NoReorderBlock
+    return NoReorderBlock()
 
 
 __all__ = ["program_id", "num_programs", "program_ndim", "spmd_dim", "nc", "affine_range", "sequential_range",
-           "static_range"]
+           "static_range", "no_reorder"]

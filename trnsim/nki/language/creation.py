@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
-from trnsim.nki.context import current
+from trnsim.nki.context import Placement, current
 from trnsim.nki.isa import fill as _fill  # noqa: F401
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import ParDim, Tensor
@@ -24,6 +24,8 @@ def _shape_pdim(shape) -> tuple[tuple[int, ...], int]:
 def _buf(buffer) -> tuple[str, str]:
     if buffer is None:
         return "sbuf", "local"
+    if isinstance(buffer, Placement):
+        return buffer.buffer, "local"
     if isinstance(buffer, _Buffer):
         return ("hbm", buffer.kind) if buffer.kind in ("private", "shared") else (buffer.kind, "local")
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
@@ -33,9 +35,60 @@ def _buf(buffer) -> tuple[str, str]:
                       "use nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm")
 
 
-def ndarray(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
-    """Allocate an uninitialised tensor (SBUF by default; floats read as NaN until written)."""
-    return _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
+def ndarray(shape, dtype, buffer=None, name: str = "", address=None, **kwargs) -> Tensor:
+    """Allocate an uninitialised tensor (SBUF by default; floats read as NaN until written).
+
+    ``address=(partition_offset, free_offset)`` (bytes per partition) requests an explicit on-chip placement;
+    like ``buffer=nki.compiler.sbuf.mod_alloc(...)`` it is recorded in the trace's ``Allocation.placement``."""
+    t = _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
+    place = None
+    if isinstance(buffer, Placement):
+        place = dict(buffer.fields)
+    if address is not None:
+        try:
+            p0, f0 = (int(a) for a in address)
+        except (TypeError, ValueError):
+            raise KernelError("err_invalid_allocation", f"address={address!r} is not (partition_offset, free_offset)",
+                              "pass address=(partition, byte offset), e.g. address=(0, 1024)") from None
+        place = {"base_partition": p0, "base_addr": f0}
+    if place is not None:
+        _check_placement(t, place)
+    return t
+
+
+def _check_placement(t: Tensor, place: dict) -> None:
+    """Record an explicit placement of ``t`` and check it fits the target (err_allocation_out_of_range)."""
+    ctx = current()
+    lim = ctx.limits
+    if t.buffer == "hbm":
+        raise KernelError("err_invalid_allocation", f"explicit placement of HBM tensor {t.name or 'tensor'}",
+                          "place SBUF or PSUM tensors only")
+    p0 = place.get("base_partition", 0)
+    if p0 < 0 or p0 + t.partitions > lim.pmax:
+        raise KernelError("err_allocation_out_of_range",
+                          f"tensor {fmt_shape(t.shape)} placed at partition {p0} spans partitions {p0}.."
+                          f"{p0 + t.partitions - 1}; {ctx.target} has {lim.pmax}", "lower base_partition")
+    if t.buffer == "sbuf":
+        copies = 1
+        for n in place.get("num_free_tiles", ()) or (1,):
+            copies *= n
+        end = place.get("base_addr", 0) + t.bytes_per_partition * copies
+        if place.get("base_addr", 0) < 0 or end > lim.sbuf_bytes_per_partition:
+            raise KernelError("err_allocation_out_of_range",
+                              f"SBUF tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed at byte "
+                              f"{place.get('base_addr', 0)} ends at byte {end} of a partition; {ctx.target} has "
+                              f"{lim.sbuf_bytes_per_partition} usable bytes per partition",
+                              "lower base_addr or use fewer / smaller buffers")
+    else:
+        banks = 1
+        for n in place.get("num_bank_tiles", ()) or (1,):
+            banks *= n
+        b0 = place.get("base_bank", 0)
+        if b0 < 0 or b0 + banks > lim.psum_banks:
+            raise KernelError("err_allocation_out_of_range",
+                              f"PSUM tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed in banks {b0}..{b0 + banks - 1}; "
+                              f"{ctx.target} has {lim.psum_banks} banks", "lower base_bank or num_bank_tiles")
+    ctx.placements[t.alloc_id] = place
 
 
 _ALLOC_ARGS: dict = {}   # (shape, dtype, buffer) -> (shape, pdim, buffer name, kind, dtype name), plain-int shapes
@@ -134,3 +187,24 @@ def full_like(a, fill_value, dtype=None, *, buffer=None, name: str = "", **kwarg
 
 
 __all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like"]
+
+
+def shared_constant(constant, dtype=None, **kwargs) -> Tensor:
+    """A shared-HBM tensor holding ``constant`` (a numpy array known when the kernel is built; LNC cores share
+    it). ``dtype`` (default: the array's) is the tensor's dtype, values rounded to it."""
+    ctx = current()
+    arr = np.asarray(constant)
+    if arr.ndim == 0 or arr.size == 0:
+        raise KernelError("err_invalid_constant", f"nl.shared_constant needs a non-empty array, got shape {arr.shape}",
+                          "pass a numpy array, e.g. np.identity(128)")
+    dname = _dt.dtype_name(dtype) if dtype is not None else _dt.dtype_name(arr.dtype)
+    t = Tensor(ctx, arr.shape, dname, "hbm", "shared_constant", kind="shared")
+    t.alloc_id = ctx.new_alloc("shared_constant", "hbm", t.shape, dname, t.bytes_per_partition, 1, True)
+    t.mutable = False
+    t.written = True
+    if ctx.numerics:
+        t.data = _dt.cast(arr.astype(np.float32), dname).astype(_dt.storage_dtype(dname))
+    return t
+
+
+__all__ = __all__ + ["shared_constant"]
