@@ -207,7 +207,8 @@ class Context:
         return spec
 
     def new_tensor(self, shape, dtype_name: str, buffer: str, name: str = "", *, pdim: int = 0,
-                   kind: str = "local", fill: Any = "uninit", api: str = "ndarray", temp: bool = False) -> Tensor:
+                   kind: str = "local", fill: Any = "uninit", api: str = "ndarray", temp: bool = False,
+                   copies: int | None = None) -> Tensor:
         """Allocate a tensor, checking partition, PSUM-bank and SBUF-capacity rules.
 
         ``temp``: the result tile of an instruction. If it does not fit, the capacity error is deferred
@@ -237,6 +238,18 @@ class Context:
         bpp = template["bytes_per_partition"]
         allocs.append(_AllocRec((aid, name, buffer, shape, dtype_name, bpp, template["partitions"],
                                  kind in ("input", "output", "shared"))))
+        if copies is not None:
+            # explicitly placed (nki.compiler mod_alloc): the kernel manages that memory itself; its range is
+            # checked against the target where the placement is recorded, not charged to the compiler's pool
+            bpp = 0
+            banks = 0
+        elif buffer == "psum" and pdim > 0 and self.dialect == "beta1":
+            # Beta 1 block dimensions: the compiler rotates a PSUM tensor's blocks through the banks (each block
+            # is live only while it is used), so the tensor is charged one block's banks
+            nblocks = 1
+            for k in range(pdim):
+                nblocks *= shape[k]
+            banks = max(1, banks // max(1, nblocks))
         if buffer == "sbuf":
             need = bpp
             if temp and self.sbuf_used + need > lim.sbuf_bytes_per_partition:

@@ -18,6 +18,7 @@ import numpy as np
 
 import trnsim.nki.language  # noqa: F401  (installs the tensor operator hooks)
 from trnsim.nki import context as _context
+from trnsim.nki import tensors as _tensors
 from trnsim.nki import dtypes as dt
 from trnsim.nki._blas import single_thread_blas
 from trnsim.nki.context import Context
@@ -179,7 +180,9 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         if orig is not None:
             originals.append((w, orig))
     prev = _context._CURRENT
+    prev_beta1 = _tensors.DIALECT.beta1
     _context._CURRENT = ctx
+    _tensors.DIALECT.beta1 = dialect == "beta1"
     result = None
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the trace holds many small objects; cyclic GC passes over them make tracing quadratic
@@ -211,6 +214,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         raise
     finally:
         _context._CURRENT = prev
+        _tensors.DIALECT.beta1 = prev_beta1
         ctx.active = False
         blas.__exit__(None, None, None)
         if gc_was_enabled:

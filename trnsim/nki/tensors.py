@@ -228,6 +228,9 @@ def mask_array(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
     """Broadcast a ``mask=`` argument to ``shape`` (None = all true)."""
     if mask is None or mask is True:
         return None
+    if not DIALECT.beta1:
+        raise _beta1_only("mask=", "slice the tiles to the valid region instead (x[0:n, 0:m]); mask= was removed in "
+                          "NKI 0.2")
     if isinstance(mask, Mask):
         arr = mask.arr
     elif isinstance(mask, (bool, np.bool_)):
@@ -378,7 +381,7 @@ class Tensor:
 
     def __del__(self):
         ctx = self.ctx
-        if self.live and ctx is not None and self.buffer != "hbm":
+        if self.live and ctx is not None and self.buffer != "hbm" and self.root is None:
             try:
                 ctx.release(self)
             except Exception:  # never raise from a finalizer
@@ -424,6 +427,20 @@ class Tensor:
 
 
 _new_view = object.__new__
+
+
+class _Dialect:
+    """Which language generation the running kernel uses (set by the runtime for each launch): Beta 1 index
+    expressions (``nl.arange`` / ``nl.mgrid``) and ``mask=`` predicates exist only in ``beta1``."""
+    beta1 = True
+
+
+DIALECT = _Dialect()
+
+
+def _beta1_only(what: str, current_form: str) -> KernelError:
+    return KernelError("err_removed_api", f"{what} is NKI Beta 1 (neuronxcc.nki); this kernel runs as NKI 0.6",
+                       f"{current_form}; or run Beta 1 code with import trnsim.neuronxcc.nki as nki")
 
 
 class _Hooks:
@@ -685,18 +702,30 @@ class View:
         return View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
 
     def reshape(self, shape) -> Tensor:
+        """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
+        on-chip tile keeps its partition dimension and reshapes its free dimensions."""
         t = self.tensor
-        if t.buffer != "hbm" or not self.is_full():
+        if not self.is_full():
             raise KernelError("err_unsupported_reshape",
-                              f"reshape is supported on whole HBM tensors only, not on {self!r}",
-                              "reshape the kernel input (HBM tensor) before loading tiles from it")
-        shape = tuple(int(s) for s in shape)
-        if int(np.prod(shape)) != int(np.prod(t.shape)):
+                              f"reshape of the partial access {self!r}: only whole tensors can be reshaped",
+                              "reshape the whole tensor, then index the result")
+        try:
+            shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+        except (TypeError, ValueError):
+            raise KernelError("err_unsupported_reshape", f"reshape needs a tuple of ints, got {shape!r}",
+                              "pass the new shape as a tuple, e.g. t.reshape((128, 1024))") from None
+        if any(s < 1 for s in shape) or int(np.prod(shape)) != int(np.prod(t.shape)):
             raise KernelError("err_unsupported_reshape",
                               f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}",
                               "the element count must stay the same")
-        new = Tensor(t.ctx, shape, t.dtype_name, "hbm", t.name, kind=t.kind, alloc_id=t.alloc_id,
+        if t.buffer != "hbm" and (shape[0] != t.shape[t.pdim] or t.pdim != 0):
+            raise KernelError("err_unsupported_reshape",
+                              f"reshaping on-chip tile {fmt_shape(t.shape)} into {fmt_shape(shape)} changes its "
+                              f"partition dimension ({t.shape[t.pdim]} partitions)",
+                              "keep the first dimension and reshape only the free dimensions")
+        new = Tensor(t.ctx, shape, t.dtype_name, t.buffer, t.name, kind=t.kind, alloc_id=t.alloc_id,
                      data=None if t.data is None else t.data.reshape(shape))
+        new.acc = None if t.acc is None else t.acc.reshape(shape)
         new.mutable = t.mutable
         new.depth = t.depth
         new.root = t.root or t
@@ -874,6 +903,9 @@ def _index(view: View, key) -> View:
                           f"{len(key)} indices for a tile of rank {len(view.shape)} {fmt_shape(view.shape)}",
                           "index each dimension at most once")
     has_expr = any(isinstance(k, IndexExpr) for k in key)
+    if has_expr and not DIALECT.beta1:
+        raise _beta1_only("indexing with nl.arange / nl.mgrid expressions",
+                          "index with slices (x[i * 128:(i + 1) * 128, 0:512]) or an access pattern (x.ap(...))")
     has_slice = any(isinstance(k, (slice, DynSlice)) for k in key)
     if has_expr:
         if has_slice:

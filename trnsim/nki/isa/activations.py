@@ -9,10 +9,11 @@ from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finis
 from trnsim.nki.isa.ops import ACT, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None, mask=None,
-                dst=None, api="activation"):
+                dst=None, api="activation", engine="scalar"):
     ctx = current()
     name = op_name(func, "act")
     v = tile_arg(data, api, "data")
@@ -69,13 +70,13 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
              "reduce": red_name is not None}
     if red_name:
         attrs["reduce_op"] = red_name
-    ctx.emit("activation", "scalar", reads, writes, attrs, n * P * (1 + int(attrs["has_scale"]) + int(bi is not None)),
+    ctx.emit("activation", engine, reads, writes, attrs, n * P * (1 + int(attrs["has_scale"]) + int(bi is not None)),
              0, n, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
 
 
-def activation(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+def _activation_beta1(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **kw):
     """``out = func(data * scale + bias)`` on ScalarE (fp32 internally), optional free-axis reduce into reduce_res."""
     dst = kw.pop("dst", None)
@@ -95,8 +96,28 @@ def activation(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, red
     return _activation(op, data, bias, scale, reduce_op, reduce_res, dtype, mask, dst)
 
 
-def activation_reduce(*args, reduce_op=None, reduce_res=None, **kw):
+def _activation_reduce_beta1(*args, reduce_op=None, reduce_res=None, **kw):
     return activation(*args, reduce_op=reduce_op, reduce_res=reduce_res, **kw)
+
+
+def _activation_06(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd, name):
+    """``dst = op(data * scale + bias)`` on the Scalar Engine (fp32 inside); with ``reduce_op`` also
+    ``reduce_res = reduce_op(dst)`` along the free axes."""
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst)
+
+
+def _activation_reduce_06(dst, op, data, reduce_op, reduce_res, bias, scale, name):
+    """``activation`` with its free-axis reduction into ``reduce_res`` ([P, 1])."""
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst)
+
+
+activation = two_forms("activation", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED), ("bias", None),
+                                      ("scale", 1.0), ("reduce_op", None), ("reduce_res", None),
+                                      ("reduce_cmd", "idle"), ("name", None)], _activation_beta1, _activation_06)
+activation_reduce = two_forms("activation_reduce", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED),
+                                                    ("reduce_op", REQUIRED), ("reduce_res", REQUIRED), ("bias", None),
+                                                    ("scale", 1.0), ("name", None)],
+                              _activation_reduce_beta1, _activation_reduce_06)
 
 
 __all__ = ["activation", "activation_reduce"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 import weakref
 
 import numpy as np
@@ -151,3 +152,81 @@ def bcast_free(a: np.ndarray, ndim: int) -> np.ndarray:
     """Reshape a [P, 1] vector for broadcasting against an ndim-D tile."""
     return a.reshape((a.shape[0],) + (1,) * (ndim - 1))
 
+
+
+# ------------------------------------------------------------------------------ NKI 0.6 signatures
+
+REQUIRED = object()
+_HINTS = {
+    "mask": "mask= was removed in NKI 0.2: slice the tiles to the valid region instead (x[0:n, 0:m])",
+    "dtype": "NKI 0.6 instructions write into dst= and take its dtype: allocate dst with the dtype you want",
+}
+
+
+def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: Callable) -> Callable:
+    """The public function of an instruction whose NKI 0.6 and Beta 1 signatures differ.
+
+    Under the ``nki`` dialect the call is bound to ``params`` (NKI 0.6 order, ``(name, default)``, default
+    ``REQUIRED`` for required ones; ``dst`` first) and ``nki06(**bound)`` runs; Beta 1 keyword arguments the
+    current API removed (``mask=``, ``dtype=``) raise a KernelError naming the current form. Under the
+    ``beta1`` dialect ``beta1(*args, **kwargs)`` runs unchanged."""
+    names = [p for p, _ in params]
+    signature = f"{api}(" + ", ".join(n if d is REQUIRED else f"{n}={getattr(d, '__name__', d)!r}"
+                                      for n, d in params if n != "name") + ")"
+
+    def fn(*args, **kwargs):
+        if current().dialect == "beta1":
+            return beta1(*args, **kwargs)
+        if len(args) > len(names):
+            raise KernelError("err_invalid_arguments", f"nisa.{api} takes at most {len(names)} arguments "
+                              f"({', '.join(names)}), got {len(args)}",
+                              f"call nisa.{api}({', '.join(n for n, d in params if d is REQUIRED)}, ...)")
+        bound = dict(zip(names, args))
+        out_dtype = kwargs.pop("dtype", None)
+        for k, v in kwargs.items():
+            if k not in names:
+                hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
+                raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
+            if k in bound:
+                raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
+            bound[k] = v
+        for n, d in params:
+            if n not in bound:
+                if d is REQUIRED:
+                    raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
+                                      f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
+                                      "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
+                                      "value-returning calls run under import trnsim.neuronxcc.nki")
+                bound[n] = d
+        if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
+            want, have = dt.dtype_name(out_dtype), as_view(bound["dst"]).tensor.dtype_name
+            if want != have:
+                raise KernelError("err_invalid_arguments",
+                                  f"nisa.{api}(dtype={want}) differs from dst's dtype {have}: NKI 0.6 instructions "
+                                  "write dst's dtype", _HINTS["dtype"])
+        return nki06(**bound)
+
+    fn.__name__ = api
+    fn.__qualname__ = api
+    fn.__doc__ = (nki06.__doc__ or "") + f"\n\n    NKI 0.6 signature: {signature}"
+    return fn
+
+
+def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str) -> np.ndarray:
+    """``offset + channel_multiplier * p + sum(step_k * i_k)`` of an iota-style ``pattern`` [[step, num], ...]:
+    int64 array [partitions, prod(num)]."""
+    try:
+        pairs = [(int(p[0]), int(p[1])) for p in pattern]
+    except (TypeError, ValueError, IndexError):
+        raise KernelError("err_invalid_access_pattern", f"pattern {pattern!r} of '{api}' is not a list of "
+                          "[step, num] pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
+    if not 1 <= len(pairs) <= 4 or any(n < 1 for _, n in pairs):
+        raise KernelError("err_invalid_access_pattern", f"pattern {pairs} of '{api}' needs 1-4 pairs with num >= 1",
+                          "write pattern=[[step, num], ...] (up to 4 pairs)")
+    vals = np.zeros([n for _, n in pairs], dtype=np.int64)
+    for k, (step, n) in enumerate(pairs):
+        shp = [1] * len(pairs)
+        shp[k] = n
+        vals = vals + (step * np.arange(n, dtype=np.int64)).reshape(shp)
+    flat = vals.reshape(1, -1)
+    return int(offset) + int(channel_multiplier) * np.arange(partitions, dtype=np.int64)[:, None] + flat

@@ -5,6 +5,7 @@ from trnsim.nki.context import current, read
 from trnsim.nki.isa.common import dtype_or, finish, free_size, out_tile, result_of, store_result, tile_arg
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import Broadcast, mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy"):
@@ -30,7 +31,7 @@ def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy")
     return result_of(dst, out_t, dview)
 
 
-def tensor_copy(*args, mask=None, dtype=None, engine=None, **kw):
+def _tensor_copy_beta1(*args, mask=None, dtype=None, engine=None, **kw):
     """Copy (and cast) a tile between SBUF/PSUM locations.
 
     Classic ``tensor_copy(src)``; new ``tensor_copy(dst=, src=)``."""
@@ -43,6 +44,16 @@ def tensor_copy(*args, mask=None, dtype=None, engine=None, **kw):
         src = pos[0]
     eng = {"scalar": "scalar", "gpsimd": "gpsimd"}.get(engine, "vector")
     return _copy(src, dtype, mask, dst, eng)
+
+
+def _tensor_copy_06(dst, src, engine, name):
+    """Copy ``src`` into ``dst`` (casting to dst's dtype) between SBUF/PSUM locations."""
+    eng = {"scalar": "scalar", "gpsimd": "gpsimd"}.get(engine, "vector")
+    return _copy(src, None, None, dst, eng)
+
+
+tensor_copy = two_forms("tensor_copy", [("dst", REQUIRED), ("src", REQUIRED), ("engine", "unknown"), ("name", None)],
+                        _tensor_copy_beta1, _tensor_copy_06)
 
 
 __all__ = ["tensor_copy"]

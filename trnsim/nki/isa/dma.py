@@ -10,6 +10,7 @@ from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import Broadcast, View, check_bounds, mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
@@ -64,7 +65,7 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
     finish(ctx, None)
 
 
-def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
+def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
     """Copy ``src`` to ``dst`` with a DMA engine (casts if dtypes differ). ``dst_rmw_op=np.add`` accumulates."""
     if args:
         if len(args) == 2 and dst is None and src is None:
@@ -89,6 +90,16 @@ def dma_copy(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=Non
         return None
     _dma(dst, src, mask, "dma_copy")
     return None
+
+
+def _dma_copy_06(dst, src, priority, oob_mode, dge_mode, engine, name):
+    """Copy ``src`` into ``dst`` with a DMA engine (casts if the dtypes differ; PSUM is not a DMA endpoint)."""
+    _dma(dst, src, None, "dma_copy")
+
+
+dma_copy = two_forms("dma_copy", [("dst", REQUIRED), ("src", REQUIRED), ("priority", None), ("oob_mode", "error"),
+                                  ("dge_mode", "unknown"), ("engine", "unknown"), ("name", None)],
+                     _dma_copy_beta1, _dma_copy_06)
 
 
 __all__ = ["dma_copy"]

@@ -11,6 +11,7 @@ from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finis
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="tensor_tensor", pbcast_ok=False):
@@ -51,7 +52,7 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
     return result_of(dst, out_t, dview)
 
 
-def tensor_tensor(*args, op=None, dtype=None, mask=None, engine=None, **kw):
+def _tensor_tensor_beta1(*args, op=None, dtype=None, mask=None, engine=None, **kw):
     """Element-wise ``data1 op data2`` on VectorE (fp32 arithmetic). Same partitions; not both in PSUM."""
     dst = kw.pop("dst", None)
     data1 = kw.pop("data1", None)
@@ -108,7 +109,7 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     return result_of(dst, out_t, dview)
 
 
-def tensor_scalar(*args, op0=None, operand0=None, reverse0=False, op1=None, operand1=None, reverse1=False,
+def _tensor_scalar_beta1(*args, op0=None, operand0=None, reverse0=False, op1=None, operand1=None, reverse1=False,
                   dtype=None, mask=None, engine=None, **kw):
     """``(data op0 operand0) op1 operand1`` with scalar or [P, 1] operands (VectorE by default)."""
     dst = kw.pop("dst", None)
@@ -132,7 +133,7 @@ def tensor_scalar(*args, op0=None, operand0=None, reverse0=False, op1=None, oper
     return _ts(data, op0, operand0, reverse0, op1, operand1, reverse1, dtype, mask, dst, eng)
 
 
-def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
+def _scalar_tensor_tensor_beta1(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
                          mask=None, dst=None, **kw):
     """``(data op0 operand0) op1 operand1`` on VectorE: operand0 a scalar or [P, 1] vector, operand1 a tile."""
     ctx = current()
@@ -166,7 +167,7 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     return result_of(dst, out_t, dview)
 
 
-def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
+def _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
                        dst=None, **kw):
     """Scan along the free axis: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``, ``r[:, -1] = initial``."""
     ctx = current()
@@ -198,7 +199,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return result_of(dst, out_t, dview)
 
 
-def reciprocal(data, *, dtype=None, mask=None, dst=None, **kw):
+def _reciprocal_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     """1/x on VectorE."""
     ctx = current()
     v = tile_arg(data, "reciprocal", "data")
@@ -213,6 +214,55 @@ def reciprocal(data, *, dtype=None, mask=None, dst=None, **kw):
     ctx.emit("reciprocal", "vector", (v,), (dview,), {}, n * shape[0], 0, n, shape[0])
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
+
+
+def _eng(engine, default: str = "vector") -> str:
+    return {"scalar": "scalar", "gpsimd": "gpsimd", "vector": "vector"}.get(engine, default)
+
+
+def _tensor_tensor_06(dst, data1, data2, op, engine, name):
+    """``dst = data1 op data2`` element-wise (fp32 arithmetic, cast to dst's dtype)."""
+    return _tt(data1, data2, op, None, None, dst, "gpsimd" if engine == "gpsimd" else "vector")
+
+
+def _tensor_scalar_06(dst, data, op0, operand0, reverse0, op1, operand1, reverse1, engine, name):
+    """``dst = (data op0 operand0) op1 operand1`` with scalar or [P, 1] operands."""
+    return _ts(data, op0, operand0, reverse0, op1, operand1, reverse1, None, None, dst, _eng(engine))
+
+
+def _scalar_tensor_tensor_06(dst, data, op0, operand0, op1, operand1, reverse0, reverse1, name):
+    """``dst = (data op0 operand0) op1 operand1``: operand0 a scalar or [P, 1] vector, operand1 a tile."""
+    return _scalar_tensor_tensor_beta1(data=data, op0=op0, operand0=operand0, op1=op1, operand1=operand1,
+                                       reverse0=reverse0, reverse1=reverse1, dst=dst)
+
+
+def _tensor_tensor_scan_06(dst, data0, data1, initial, op0, op1, reverse0, reverse1, name):
+    """Scan along the free axis: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``."""
+    return _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0, reverse1, dst=dst)
+
+
+def _reciprocal_06(dst, data, name):
+    """``dst = 1 / data`` on the Vector Engine."""
+    return _reciprocal_beta1(data, dst=dst)
+
+
+tensor_tensor = two_forms("tensor_tensor", [("dst", REQUIRED), ("data1", REQUIRED), ("data2", REQUIRED),
+                                            ("op", REQUIRED), ("engine", "unknown"), ("name", None)],
+                          _tensor_tensor_beta1, _tensor_tensor_06)
+tensor_scalar = two_forms("tensor_scalar", [("dst", REQUIRED), ("data", REQUIRED), ("op0", REQUIRED),
+                                            ("operand0", REQUIRED), ("reverse0", False), ("op1", None),
+                                            ("operand1", None), ("reverse1", False), ("engine", "unknown"),
+                                            ("name", None)], _tensor_scalar_beta1, _tensor_scalar_06)
+scalar_tensor_tensor = two_forms("scalar_tensor_tensor",
+                                 [("dst", REQUIRED), ("data", REQUIRED), ("op0", REQUIRED), ("operand0", REQUIRED),
+                                  ("op1", REQUIRED), ("operand1", REQUIRED), ("reverse0", False), ("reverse1", False),
+                                  ("name", None)], _scalar_tensor_tensor_beta1, _scalar_tensor_tensor_06)
+tensor_tensor_scan = two_forms("tensor_tensor_scan",
+                               [("dst", REQUIRED), ("data0", REQUIRED), ("data1", REQUIRED), ("initial", REQUIRED),
+                                ("op0", REQUIRED), ("op1", REQUIRED), ("reverse0", False), ("reverse1", False),
+                                ("name", None)], _tensor_tensor_scan_beta1, _tensor_tensor_scan_06)
+reciprocal = two_forms("reciprocal", [("dst", REQUIRED), ("data", REQUIRED), ("name", None)], _reciprocal_beta1,
+                       _reciprocal_06)
 
 
 __all__ = ["tensor_tensor", "tensor_scalar", "scalar_tensor_tensor", "tensor_tensor_scan", "reciprocal"]

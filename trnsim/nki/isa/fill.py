@@ -10,6 +10,8 @@ from trnsim.nki.context import as_view, current, write
 from trnsim.nki.isa.common import dtype_or, finish, free_size, is_tile, out_tile, result_of, store_result
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, pattern_values, tile_arg, two_forms
+from trnsim.nki.rules import fmt_shape
 
 
 def _memset_into(dview, value: float, mask=None, eng="vector"):
@@ -30,7 +32,7 @@ def _memset_into(dview, value: float, mask=None, eng="vector"):
     finish(ctx, None)
 
 
-def memset(*args, value=None, dtype=None, mask=None, engine=None, **kw):
+def _memset_beta1(*args, value=None, dtype=None, mask=None, engine=None, **kw):
     """Fill a tile with a constant. Classic ``memset(shape, value, dtype)`` returns a new SBUF tile;
     new ``memset(dst, value)``."""
     dst = kw.pop("dst", None)
@@ -57,7 +59,7 @@ def memset(*args, value=None, dtype=None, mask=None, engine=None, **kw):
     return t
 
 
-def iota(expr, dtype=None, *, mask=None, dst=None, **kw):
+def _iota_beta1(expr, dtype=None, *, mask=None, dst=None, **kw):
     """Materialise an affine index expression (``nl.arange`` / ``nl.mgrid``) as a tile on GpSimd."""
     from trnsim.nki.tensors import IndexExpr
     ctx = current()
@@ -78,6 +80,44 @@ def iota(expr, dtype=None, *, mask=None, dst=None, **kw):
     ctx.emit("iota", "gpsimd", (), (dview,), {}, 0, 0, n, shape[0])
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
+
+
+def _memset_06(dst, value, engine, name):
+    """Fill ``dst`` with ``value``; the value's type must match dst's dtype (an int for integer tiles, NKI 0.3+)."""
+    d = as_view(dst)
+    if not dt.is_float(d.tensor.dtype_name) and isinstance(value, float) and not isinstance(value, bool):
+        raise KernelError("err_memset_value_type",
+                          f"memset value {value!r} is a float but dst is {d.tensor.dtype_name}",
+                          f"pass an integer literal, e.g. value={int(value)}")
+    _memset_into(dst, float(value), None, "gpsimd" if engine == "gpsimd" else "vector")
+    return dst
+
+
+def _iota_06(dst, pattern, offset, channel_multiplier, name):
+    """``dst[p, ...] = offset + channel_multiplier * p + sum(step_k * i_k)`` over ``pattern`` (GpSimd, int32
+    arithmetic, cast to dst's dtype)."""
+    ctx = current()
+    d = tile_arg(dst, "iota", "dst", ("sbuf",))
+    P = d.shape[0]
+    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota")
+    if vals.shape[1] != free_size(d.shape):
+        raise KernelError("err_shape_mismatch", f"iota pattern makes {vals.shape[1]} values per partition but dst "
+                          f"{fmt_shape(d.shape)} holds {free_size(d.shape)}",
+                          "make the pattern's counts multiply to dst's free size")
+    res = None
+    if ctx.numerics:
+        res = vals.astype(np.int32).astype(np.float32).reshape(d.shape)
+        store_result(ctx, d, res, None)
+    n = free_size(d.shape)
+    ctx.emit("iota", "gpsimd", (), (d,), {}, 0, 0, n, P)
+    finish(ctx, None)
+    return dst
+
+
+memset = two_forms("memset", [("dst", REQUIRED), ("value", REQUIRED), ("engine", "unknown"), ("name", None)],
+                   _memset_beta1, _memset_06)
+iota = two_forms("iota", [("dst", REQUIRED), ("pattern", REQUIRED), ("offset", 0), ("channel_multiplier", 0),
+                          ("name", None)], _iota_beta1, _iota_06)
 
 
 __all__ = ["memset", "iota"]

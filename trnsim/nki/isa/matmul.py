@@ -7,7 +7,7 @@ from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.common import finish, out_tile, result_of, tile_arg
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, mask_array
-from trnsim.nki.isa.transpose import nc_transpose
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 _WIDE = frozenset({"float32", "tfloat32"})
@@ -121,7 +121,7 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
     return result_of(dst, out_t, dview)
 
 
-def nc_matmul(*args, mask=None, accumulate=None, is_stationary_onezero=False, is_moving_onezero=False,
+def _nc_matmul_beta1(*args, mask=None, accumulate=None, is_stationary_onezero=False, is_moving_onezero=False,
               is_transpose=False, tile_position=(), tile_size=(), perf_mode=None, name=None, **kw):
     """``stationary.T @ moving`` into PSUM (fp32). Classic: ``nc_matmul(stationary, moving)`` returns a PSUM
     tile; new: ``nc_matmul(dst, stationary, moving, accumulate=None|True|False)`` (``None``: first write to a
@@ -148,9 +148,25 @@ def nc_matmul(*args, mask=None, accumulate=None, is_stationary_onezero=False, is
     if stationary is None or moving is None:
         raise KernelError("err_invalid_arguments", "nc_matmul needs stationary and moving tiles",
                           "nc_matmul(stationary, moving) or nc_matmul(dst, stationary, moving)")
-    if is_transpose:
-        return nc_transpose(moving, engine="tensor", dst=dst)
-    return _matmul(stationary, moving, dst, accumulate, mask)
+    return _matmul(stationary, moving, dst, accumulate, mask,
+                   extra_attrs={"is_transpose": True} if is_transpose else None)
+
+
+def _nc_matmul_06(dst, stationary, moving, is_stationary_onezero, is_moving_onezero, is_transpose, accumulate,
+                  tile_position, tile_size, perf_mode, name):
+    """``dst (+)= stationary.T @ moving`` in PSUM (fp32). ``accumulate=None``: the first write to a PSUM location
+    overwrites, later writes accumulate; True / False force it. ``is_transpose=True`` is the Tensor Engine's
+    transpose mode: still ``stationary.T @ moving`` (``moving`` an identity gives ``stationary.T``), recorded in the
+    trace as ``attrs["is_transpose"]``."""
+    return _matmul(stationary, moving, dst, accumulate, None,
+                   extra_attrs={"is_transpose": True} if is_transpose else None)
+
+
+nc_matmul = two_forms("nc_matmul", [("dst", REQUIRED), ("stationary", REQUIRED), ("moving", REQUIRED),
+                                    ("is_stationary_onezero", False), ("is_moving_onezero", False),
+                                    ("is_transpose", False), ("accumulate", None), ("tile_position", ()),
+                                    ("tile_size", ()), ("perf_mode", None), ("name", None)],
+                      _nc_matmul_beta1, _nc_matmul_06)
 
 
 __all__ = ["nc_matmul"]

@@ -10,6 +10,7 @@ from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finis
 from trnsim.nki.isa.ops import ALU, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, dst=None, api="tensor_reduce",
@@ -64,7 +65,7 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
     return result_of(dst, out_t, dview)
 
 
-def tensor_reduce(*args, axis=None, mask=None, dtype=None, negate=False, keepdims=False, **kw):
+def _tensor_reduce_beta1(*args, axis=None, mask=None, dtype=None, negate=False, keepdims=False, **kw):
     """Reduce ``data`` with ``op`` along free ``axis`` (must include the last axis; never axis 0)."""
     dst = kw.pop("dst", None)
     op = kw.pop("op", None)
@@ -83,7 +84,7 @@ def tensor_reduce(*args, axis=None, mask=None, dtype=None, negate=False, keepdim
     return _reduce(op, data, axis, dtype, mask, negate, keepdims, dst)
 
 
-def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
+def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
                          dst=None, **kw):
     """``out = data op0 operand0`` and ``reduce_res = reduce_op(out)`` along the free axes (one VectorE
     instruction)."""
@@ -116,7 +117,7 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     return result_of(dst, out_t, dview)
 
 
-def bn_stats(data, *, dtype=None, mask=None, dst=None, **kw):
+def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     """Per-partition statistics of ``data`` ([P, F], F <= bn_stats_fmax) for bn_aggr.
 
     Output [P, 6] float32. The hardware's 6-value layout is not documented; trnsim stores
@@ -147,7 +148,7 @@ def bn_stats(data, *, dtype=None, mask=None, dst=None, **kw):
     return result_of(dst, out_t, dview)
 
 
-def bn_aggr(data, *, dtype=None, mask=None, dst=None, **kw):
+def _bn_aggr_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     """Combine bn_stats outputs [P, 6*k] into [P, 2] = (mean, variance) per partition."""
     ctx = current()
     v = tile_arg(data, "bn_aggr", "data")
@@ -169,6 +170,48 @@ def bn_aggr(data, *, dtype=None, mask=None, dst=None, **kw):
     ctx.emit("bn_aggr", "vector", (v,), (dview,), {}, 4 * F * P, 0, F, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
+
+
+def _tensor_reduce_06(dst, op, data, axis, negate, keepdims, name):
+    """``dst = op-reduction of data`` along free ``axis`` (never 0, the partition axis)."""
+    return _reduce(op, data, axis, None, None, negate, keepdims, dst)
+
+
+def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_cmd, reduce_init,
+                             reduce_res_negate, name):
+    """``dst = data op0 operand0`` and ``reduce_res = reduce_op(dst)`` along the free axes."""
+    if reduce_init is not None or reduce_res_negate:
+        raise KernelError("err_unsupported_argument",
+                          "tensor_scalar_reduce(reduce_init=..., reduce_res_negate=True) is not simulated by trnsim",
+                          "negate or offset reduce_res with a following nisa.tensor_scalar")
+    if reduce_res is None:
+        from trnsim.nki.isa.elementwise import _ts
+        return _ts(data, op0, operand0, reverse0, None, None, False, None, None, dst, "vector")
+    return _tensor_scalar_reduce_beta1(data=data, op0=op0, operand0=operand0, reduce_op=reduce_op,
+                                       reduce_res=reduce_res, reverse0=reverse0, dst=dst)
+
+
+def _bn_stats_06(dst, data, name):
+    """Per-partition statistics of ``data`` for ``bn_aggr`` (dst [P, 6])."""
+    return _bn_stats_beta1(data, dst=dst)
+
+
+def _bn_aggr_06(dst, data, name):
+    """Combine ``bn_stats`` outputs into dst [P, 2] = (mean, variance)."""
+    return _bn_aggr_beta1(data, dst=dst)
+
+
+tensor_reduce = two_forms("tensor_reduce", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED),
+                                            ("axis", REQUIRED), ("negate", False), ("keepdims", False),
+                                            ("name", None)], _tensor_reduce_beta1, _tensor_reduce_06)
+tensor_scalar_reduce = two_forms("tensor_scalar_reduce",
+                                 [("dst", REQUIRED), ("data", REQUIRED), ("op0", REQUIRED), ("operand0", REQUIRED),
+                                  ("reduce_op", REQUIRED), ("reduce_res", None), ("reverse0", False),
+                                  ("reduce_cmd", "reset_reduce"), ("reduce_init", None), ("reduce_res_negate", False),
+                                  ("name", None)], _tensor_scalar_reduce_beta1, _tensor_scalar_reduce_06)
+bn_stats = two_forms("bn_stats", [("dst", REQUIRED), ("data", REQUIRED), ("name", None)], _bn_stats_beta1,
+                     _bn_stats_06)
+bn_aggr = two_forms("bn_aggr", [("dst", REQUIRED), ("data", REQUIRED), ("name", None)], _bn_aggr_beta1, _bn_aggr_06)
 
 
 __all__ = ["tensor_reduce", "tensor_scalar_reduce", "bn_stats", "bn_aggr"]

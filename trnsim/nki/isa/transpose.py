@@ -5,6 +5,7 @@ from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa.common import dtype_or, finish, out_tile, result_of, store_result, tile_arg
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _transpose(data, eng: str, dst=None, mask=None, dtype=None, api: str = "nc_transpose"):
@@ -44,7 +45,7 @@ def _transpose(data, eng: str, dst=None, mask=None, dtype=None, api: str = "nc_t
     return result_of(dst, out_t, dview)
 
 
-def nc_transpose(*args, mask=None, dtype=None, engine=None, **kw):
+def _nc_transpose_beta1(*args, mask=None, dtype=None, engine=None, **kw):
     """Swap partition and free axes: TensorE (<= 128x128, SBUF -> PSUM) or VectorE (<= 32x32)."""
     dst = kw.pop("dst", None)
     data = kw.pop("data", None)
@@ -53,6 +54,15 @@ def nc_transpose(*args, mask=None, dtype=None, engine=None, **kw):
     elif len(args) == 1:
         data = args[0]
     return _transpose(data, engine, dst, mask, dtype)
+
+
+def _nc_transpose_06(dst, data, engine, name):
+    """``dst = data.T``: Tensor Engine (<= 128x128, SBUF -> PSUM) or Vector Engine (<= 32x32)."""
+    return _transpose(data, engine, dst)
+
+
+nc_transpose = two_forms("nc_transpose", [("dst", REQUIRED), ("data", REQUIRED), ("engine", "unknown"),
+                                          ("name", None)], _nc_transpose_beta1, _nc_transpose_06)
 
 
 __all__ = ["nc_transpose"]

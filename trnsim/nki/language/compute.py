@@ -10,6 +10,7 @@ from trnsim.nki import dtypes as _dt
 from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa import activations as _act, common as _common, copy as _cp, elementwise as _ew  # noqa: F401
 from trnsim.nki.isa import matmul as _mm, ops as _ops, reduce as _red, transpose as _tr  # noqa: F401
+from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import Broadcast, Tensor, View
 
 
@@ -111,6 +112,21 @@ def _make_unary(name: str):
     return fn
 
 
+def _rsqrt(x, *, dtype=None, mask=None, **kwargs):
+    """1 / sqrt(x). NKI 0.5+: runs on the GpSimd Engine (higher precision) and cannot read PSUM; Beta 1 code keeps
+    the Scalar Engine activation."""
+    ctx = current()
+    if ctx.dialect == "beta1":
+        return _act._activation("rsqrt", x, dtype=dtype, mask=mask, api="rsqrt")
+    v = _common.tile_arg(x, "rsqrt", "x", ("sbuf", "psum"))
+    if v.tensor.buffer == "psum":
+        raise KernelError("err_unsupported_memory",
+                          "nl.rsqrt runs on the GpSimd Engine (NKI 0.5+), which cannot read PSUM",
+                          "copy the PSUM tile to SBUF first (nl.copy), or call nisa.activation(dst=..., op=nl.rsqrt, "
+                          "data=psum_tile) on the Scalar Engine")
+    return _act._activation("rsqrt", x, dtype=dtype, mask=mask, api="rsqrt", engine="gpsimd")
+
+
 exp = _make_unary("exp")
 log = _make_unary("log")
 tanh = _make_unary("tanh")
@@ -124,7 +140,8 @@ silu_dx = _make_unary("silu_dx")
 softplus = _make_unary("softplus")
 mish = _make_unary("mish")
 sqrt = _make_unary("sqrt")
-rsqrt = _make_unary("rsqrt")
+rsqrt = _rsqrt
+rsqrt._nki_op = "rsqrt"
 square = _make_unary("square")
 abs = _make_unary("abs")  # noqa: A001
 sign = _make_unary("sign")

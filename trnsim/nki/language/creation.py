@@ -42,8 +42,6 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None, **kwargs) -
     like ``buffer=nki.compiler.sbuf.mod_alloc(...)`` it is recorded in the trace's ``Allocation.placement``."""
     t = _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
     place = None
-    if isinstance(buffer, Placement):
-        place = dict(buffer.fields)
     if address is not None:
         try:
             p0, f0 = (int(a) for a in address)
@@ -68,11 +66,17 @@ def _check_placement(t: Tensor, place: dict) -> None:
         raise KernelError("err_allocation_out_of_range",
                           f"tensor {fmt_shape(t.shape)} placed at partition {p0} spans partitions {p0}.."
                           f"{p0 + t.partitions - 1}; {ctx.target} has {lim.pmax}", "lower base_partition")
+    nblocks = 1
+    for k in range(t.pdim):
+        nblocks *= t.shape[k]
     if t.buffer == "sbuf":
         copies = 1
-        for n in place.get("num_free_tiles", ()) or (1,):
+        for n in place.get("num_free_tiles", ()) or ():
             copies *= n
-        end = place.get("base_addr", 0) + t.bytes_per_partition * copies
+        # num_free_tiles=(n,): the tensor's tiles (its block dims, else its first free dim) rotate over n buffers
+        tiles = nblocks if t.pdim > 0 else (t.shape[1] if len(t.shape) > 1 else 1)
+        physical = t.bytes_per_partition if copies <= 1 else (t.bytes_per_partition // max(1, tiles)) * copies
+        end = place.get("base_addr", 0) + physical
         if place.get("base_addr", 0) < 0 or end > lim.sbuf_bytes_per_partition:
             raise KernelError("err_allocation_out_of_range",
                               f"SBUF tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed at byte "
@@ -122,6 +126,11 @@ def _alloc_args(shape, dtype, buffer):
 def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
     ctx = current()
     shape, pd, bname, kind, dname = _alloc_args(shape, dtype, buffer)
+    if pd != 0 and ctx.dialect == "nki":
+        raise KernelError("err_block_dimension_removed",
+                          f"tensor {name or api}{fmt_shape(shape)} has its partition dimension at position {pd} (a block "
+                          "dimension); NKI 0.2+ removed block dimensions: the partition dimension is always the first",
+                          "allocate one tile per block, e.g. tiles = [nl.ndarray((128, 512), ...) for _ in range(n)]")
     if bname == "hbm":
         if fill != "uninit":
             raise KernelError("err_hbm_tensor_with_init_value_not_supported",
@@ -150,7 +159,14 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
         if kind == "shared":
             ctx.shared.append(t)
         return t
-    t = ctx.new_tensor(shape, dname, bname, name, pdim=pd, fill=fill, api=api)
+    copies = None
+    if isinstance(buffer, Placement):
+        copies = 1
+        for c in buffer.fields.get("num_bank_tiles" if bname == "psum" else "num_free_tiles", ()) or ():
+            copies *= c
+    t = ctx.new_tensor(shape, dname, bname, name, pdim=pd, fill=fill, api=api, copies=copies)
+    if isinstance(buffer, Placement):
+        _check_placement(t, dict(buffer.fields))
     if fill != "uninit" and bname == "sbuf":
         _fill._memset_into(t.full_view(), float(fill))
     return t
