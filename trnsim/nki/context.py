@@ -350,7 +350,7 @@ class Context:
 
     def recharge(self, t: Tensor) -> None:
         """A tensor whose loop iteration ended is used again (NKI 0.6 scoping): it holds its SBUF bytes /
-        PSUM banks again from now on, checked against the capacity."""
+        PSUM banks again from now on (until the kernel drops it), checked against the capacity."""
         rec = t.parked
         t.parked = None
         t.live = True
@@ -375,7 +375,9 @@ class Context:
         self.peak_sbuf_bytes = max(self.peak_sbuf_bytes, self.sbuf_used)
         self.peak_psum_banks = max(self.peak_psum_banks, self.psum_banks_used)
         self.live[t.alloc_id] = rec
-        self.scopes[-1].append(weakref.ref(t))
+        # from now on it lives as long as the kernel references it (e.g. a Python list of tiles): released
+        # when its last reference goes (Tensor.__del__) or when the program instance ends
+        self.scopes[0].append(weakref.ref(t))
 
     # ------------------------------------------------------------------ trace
     def operand(self, v: View, *, name: str | None = None) -> Operand:

@@ -55,10 +55,9 @@ class _Beta1Kernel(Kernel):
 
 
 def _beta1(kernel) -> Kernel:
-    k = as_kernel(kernel, DIALECT)
-    if k.dialect != DIALECT:
-        k = _Beta1Kernel(k.func, k.grid, k.target, k.options, DIALECT, k.lnc)
-    return k
+    """``kernel`` as a Kernel: plain functions become Beta 1 kernels; ``@nki.jit`` kernels of either generation
+    keep their own dialect (an NKI 0.6 kernel runs with the 0.6 rules under simulate_kernel / profile too)."""
+    return as_kernel(kernel, DIALECT)
 
 
 def jit(func: Callable | None = None, mode: str = "auto", *, target: str | None = None, **kwargs) -> Any:
@@ -91,7 +90,7 @@ def simulate_kernel(kernel, *args, **kwargs):
                           "pass numpy arrays, or time the kernel with nki.profile(kernel, spec, ...)", location="")
     k = _beta1(kernel)
     outputs, trace = run_kernel(k.func, args, kwargs, target=k.target or default_target(), grid=k.grid,
-                                name=k.__name__, dialect=DIALECT, lnc=k.lnc)
+                                name=k.__name__, dialect=k.dialect, lnc=k.lnc)
     if isinstance(kernel, Kernel):
         kernel.last_trace = trace
     return outputs
@@ -102,7 +101,7 @@ def trace_kernel(kernel, *args, target: str | None = None, numerics: bool = True
     from trnsim.nki.runtime import trace_kernel as _trace
     k = _beta1(kernel)
     return _trace(k, *args, target=target or k.target or default_target(), numerics=numerics, grid=grid,
-                  dialect=DIALECT, **kwargs)
+                  dialect=k.dialect, **kwargs)
 
 
 def profile(kernel=None, *args, target: str | None = None, numerics: bool = True, grid=None, **kwargs):
