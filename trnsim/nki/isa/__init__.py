@@ -38,5 +38,15 @@ from trnsim.nki.isa.reduce import *  # noqa: F401,F403
 from trnsim.nki.isa.copy import *  # noqa: F401,F403
 from trnsim.nki.isa.fill import *  # noqa: F401,F403
 from trnsim.nki.isa.select import *  # noqa: F401,F403
+from trnsim.nki.isa.engines import *  # noqa: F401,F403
+from trnsim.nki.isa.registers import *  # noqa: F401,F403
+from trnsim.nki.isa.random import *  # noqa: F401,F403
+from trnsim.nki.isa.gather import *  # noqa: F401,F403
+from trnsim.nki.isa.sort import *  # noqa: F401,F403
+from trnsim.nki.isa.scan import *  # noqa: F401,F403
+from trnsim.nki.isa.fused import *  # noqa: F401,F403
+from trnsim.nki.isa.dma_transform import *  # noqa: F401,F403
+from trnsim.nki.isa.mx import *  # noqa: F401,F403
+from trnsim.nki.isa.sync import *  # noqa: F401,F403
 
 __all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and not isinstance(v, type(__import__("sys"))))
