@@ -784,3 +784,84 @@ def test_nc_matmul_mx_rules():
         return hbm(sc)
     msg = broken(k2, np.zeros((64, 8), np.uint32), rule="err_invalid_tile_position", target="trn3")
     assert "K=64" in msg
+
+
+# ------------------------------------------------------------------ two-core (LNC=2) synchronisation
+
+def _exchange(a, core0_uses_it=False):
+    me = nl.program_id(0)
+    out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    mine = sb(a[64 * me:64 * me + 64, :])
+    got = new((64, 64), a.dtype)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    if me == 1 or core0_uses_it:
+        total = new((64, 64), a.dtype)
+        nisa.tensor_tensor(dst=total, data1=mine, data2=got, op=nl.subtract)
+        nisa.dma_copy(dst=out, src=total)
+    return out
+
+
+def test_sendrecv_delivers_core0_data_to_core1():
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    k = nki.jit(_exchange)[2]
+    got = nki.simulate(k)(x)
+    np.testing.assert_array_equal(got, x[64:] - x[:64])
+    ops = [(i.engine, i.attrs["send_to_rank"], i.bytes_moved) for i in k.last_trace.instructions
+           if i.opcode == "sendrecv"]
+    assert ops == [("dma", 1, 64 * 64 * 4), ("dma", 0, 64 * 64 * 4)]
+
+
+def test_sendrecv_data_core0_cannot_have_yet_is_an_error():
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    k = nki.jit(lambda a: _exchange(a, core0_uses_it=True))
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(k[2])(x)
+    assert exc.value.rule == "err_lnc_order_not_simulated" and "core 0" in str(exc.value)
+
+
+def test_sendrecv_rules():
+    def k(a):
+        t = sb(a)
+        nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+        return hbm(t)
+    assert "LNC=1" in broken(k, F32, rule="err_requires_lnc2")
+
+    def k2(a):
+        t = sb(a)
+        d = new(a.shape, a.dtype)
+        nisa.sendrecv(src=t, dst=d, send_to_rank=1, recv_from_rank=1, pipe_id=0,
+                      dma_engine=nisa.dma_engine.gpsimd_dma)
+        return hbm(d)
+    with pytest.raises(KernelError, match="err_size_of_dimension_exceed_arch_limit") as exc:
+        nki.simulate(nki.jit(k2)[2])(rng.standard_normal((128, 512)).astype(np.float32))
+    assert "1024" in str(exc.value)
+
+
+def _halves(a, core0_reads_other_half=False):
+    me = nl.program_id(0)
+    shared = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    part = sb(a[64 * me:64 * me + 64, :])
+    nisa.tensor_scalar(dst=part, data=part, op0=nl.multiply, operand0=float(me + 2))
+    nisa.dma_copy(dst=shared[64 * me:64 * me + 64, :], src=part)
+    nisa.core_barrier(data=shared, cores=(0, 1))
+    if me == 1 or core0_reads_other_half:
+        other = sb(shared[64 * (1 - me):64 * (1 - me) + 64, :])
+        nisa.tensor_tensor(dst=other, data1=other, data2=part, op=nl.add)
+        nisa.dma_copy(dst=out, src=other)
+    return out
+
+
+def test_core_barrier_orders_core0_writes_before_core1_reads():
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    got = nki.simulate(nki.jit(_halves)[2])(x)
+    np.testing.assert_allclose(got, 2 * x[:64] + 3 * x[64:], rtol=1e-6)
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(nki.jit(lambda a: _halves(a, True))[2])(x)
+    assert exc.value.rule == "err_lnc_order_not_simulated" and "core_barrier" in str(exc.value)
+
+    def k(a):
+        nisa.core_barrier(data=a, cores=(0, 2))
+        return hbm(sb(a))
+    with pytest.raises(KernelError, match=r"cores=\(0, 2\)"):
+        nki.simulate(nki.jit(k)[2])(F32)
