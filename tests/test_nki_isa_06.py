@@ -865,3 +865,94 @@ def test_core_barrier_orders_core0_writes_before_core1_reads():
         return hbm(sb(a))
     with pytest.raises(KernelError, match=r"cores=\(0, 2\)"):
         nki.simulate(nki.jit(k)[2])(F32)
+
+
+# ------------------------------------------------------------------ 0.6 forms of instructions that already existed
+
+def test_iota_and_affine_select_access_pattern_forms():
+    def k(a):
+        t = new((128, 64), nl.int32)
+        nisa.iota(t, [[8, 8], [1, 8]], 5, 100)                     # positional 0.6 form
+        x = sb(a)
+        m = new(a.shape, a.dtype)
+        nisa.affine_select(dst=m, pattern=[[-1, 64]], channel_multiplier=1, on_true_tile=x, on_false_value=-9984.0,
+                           cmp_op=nl.greater_equal)
+        return hbm(t), hbm(m)
+    t, m = sim(k, F32)
+    p, i = np.arange(128)[:, None], np.arange(64)[None, :]
+    np.testing.assert_array_equal(t, 5 + 100 * p + i)
+    np.testing.assert_array_equal(m, np.where(p - i >= 0, F32, -9984.0))
+
+    def k2(a):
+        t = new((128, 64), nl.int32)
+        nisa.iota(dst=t, pattern=[[1, 32]])
+        return hbm(t)
+    assert "64" in broken(k2, F32, rule="err_invalid_pattern")
+
+
+def test_tensor_scalar_reduce_accumulates_across_calls_and_negates():
+    def k(a):
+        x = sb(a)
+        d = new(a.shape, a.dtype)
+        r = new((128, 1), nl.float32)
+        nisa.tensor_scalar_reduce(dst=d[:, 0:32], data=x[:, 0:32], op0=nl.multiply, operand0=2.0, reduce_op=nl.maximum)
+        nisa.tensor_scalar_reduce(dst=d[:, 32:64], data=x[:, 32:64], op0=nl.multiply, operand0=2.0,
+                                  reduce_op=nl.maximum, reduce_res=r, reduce_cmd=nisa.reduce_cmd.reduce,
+                                  reduce_res_negate=True)
+        s = new((128, 1), nl.float32)
+        nisa.tensor_scalar_reduce(dst=d, data=x, op0=nl.add, operand0=0.0, reduce_op=nl.add, reduce_res=s,
+                                  reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=10.0)
+        return hbm(d), hbm(r), hbm(s)
+    d, r, s = sim(k, F32)
+    np.testing.assert_array_equal(d, F32)
+    np.testing.assert_array_equal(r[:, 0], -(2 * F32).max(axis=1))
+    np.testing.assert_allclose(s[:, 0], 10 + F32.sum(axis=1), rtol=1e-5)
+
+    def k2(a):
+        d = new(a.shape, a.dtype)
+        nisa.tensor_scalar_reduce(dst=d, data=sb(a), op0=nl.add, operand0=0.0, reduce_op=nl.add, reduce_init=1.0)
+        return hbm(d)
+    assert "load_reduce" in broken(k2, F32, rule="err_invalid_arguments")
+
+
+def test_activation_reduce_cmd_uses_the_scalar_accumulator():
+    def k(a):
+        x = sb(a)
+        d = new(a.shape, a.dtype)
+        r = new((128, 1), nl.float32)
+        nisa.activation(dst=d[:, 0:32], op=nl.exp, data=x[:, 0:32], reduce_op=nl.add,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(dst=d[:, 32:64], op=nl.exp, data=x[:, 32:64], reduce_op=nl.add, reduce_res=r,
+                        reduce_cmd=nisa.reduce_cmd.reduce)
+        return hbm(r)
+    np.testing.assert_allclose(sim(k, F32)[:, 0], np.exp(F32).sum(axis=1), rtol=1e-5)
+
+    def k2(a):
+        d = new(a.shape, a.dtype)
+        nisa.activation(dst=d, op=nl.exp, data=sb(a), reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce)
+        return hbm(d)
+    broken(k2, F32, rule="err_accumulator_uninitialized")
+
+
+def test_positional_dst_forms():
+    def k(a):
+        x = sb(a)
+        r = new(a.shape, a.dtype)
+        nisa.reciprocal(r, x)
+        st = new((128, 6), nl.float32)
+        nisa.bn_stats(st, x)
+        mv = new((128, 2), nl.float32)
+        nisa.bn_aggr(mv, st)
+        sc = new(a.shape, a.dtype)
+        nisa.tensor_tensor_scan(sc, x, x, 0.0, nl.multiply, nl.add)
+        return hbm(r), hbm(mv), hbm(sc)
+    x = (np.abs(F32) + 0.5).astype(np.float32)
+    r, mv, sc = sim(k, x)
+    np.testing.assert_allclose(r, 1 / x, rtol=1e-6)
+    np.testing.assert_allclose(mv, np.stack([x.mean(1), x.var(1)], 1), rtol=1e-4)
+    ref = np.zeros_like(x)
+    acc = np.zeros(128, np.float32)
+    for i in range(64):
+        acc = x[:, i] * acc + x[:, i]
+        ref[:, i] = acc
+    np.testing.assert_allclose(sc, ref, rtol=1e-4)

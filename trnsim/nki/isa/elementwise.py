@@ -166,9 +166,20 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     return result_of(dst, out_t, dview)
 
 
-def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
-                       dst=None, **kw):
+def tensor_tensor_scan(*args, dtype=None, mask=None, dst=None, **kw):
     """Scan along the free axis: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``, ``r[:, -1] = initial``."""
+    names = ["data0", "data1", "initial", "op0", "op1", "reverse0", "reverse1"]
+    if len(args) >= 4 and (is_tile(args[3]) or isinstance(args[3], (int, float, np.integer, np.floating))):
+        names.insert(0, "dst")             # NKI 0.6 positional form (dst, data0, data1, initial, op0, op1, ...)
+    vals = {"reverse0": False, "reverse1": False, "dst": dst}
+    vals.update(zip(names, args))
+    vals.update({k: kw.pop(k) for k in list(kw) if k in names or k == "dst"})
+    missing = [k for k in ("data0", "data1", "initial", "op0", "op1") if k not in vals]
+    if missing:
+        raise KernelError("err_invalid_arguments", f"tensor_tensor_scan is missing {missing}",
+                          "nisa.tensor_tensor_scan(dst=t, data0=a, data1=b, initial=0.0, op0=nl.multiply, op1=nl.add)")
+    dst, data0, data1, initial = vals["dst"], vals["data0"], vals["data1"], vals["initial"]
+    op0, op1, reverse0, reverse1 = vals["op0"], vals["op1"], vals["reverse0"], vals["reverse1"]
     ctx = current()
     api = "tensor_tensor_scan"
     a = tile_arg(data0, api, "data0")
@@ -198,8 +209,10 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return result_of(dst, out_t, dview)
 
 
-def reciprocal(data, *, dtype=None, mask=None, dst=None, **kw):
+def reciprocal(data=None, *args, dtype=None, mask=None, dst=None, **kw):
     """1/x on VectorE."""
+    if args and is_tile(args[0]):          # NKI 0.6 positional form (dst, data)
+        dst, data = data, args[0]
     ctx = current()
     v = tile_arg(data, "reciprocal", "data")
     shape = tuple(v.shape)

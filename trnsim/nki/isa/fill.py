@@ -57,9 +57,18 @@ def memset(*args, value=None, dtype=None, mask=None, engine=None, **kw):
     return t
 
 
-def iota(expr, dtype=None, *, mask=None, dst=None, **kw):
-    """Materialise an affine index expression (``nl.arange`` / ``nl.mgrid``) as a tile on GpSimd."""
+def iota(expr=None, dtype=None, *rest, mask=None, dst=None, **kw):
+    """Materialise an affine index expression (``nl.arange`` / ``nl.mgrid``) as a tile on GpSimd.
+
+    NKI 0.6 form ``iota(dst, pattern, offset=0, channel_multiplier=0)``: see :mod:`trnsim.nki.isa._patterns`."""
     from trnsim.nki.tensors import IndexExpr
+    if "pattern" in kw or is_tile(expr):
+        from trnsim.nki.isa._patterns import iota_pattern
+        if is_tile(expr):
+            dst, pos = expr, ((dtype,) + rest if dtype is not None else ())
+        else:
+            pos = ()
+        return iota_pattern(dst, *pos, **kw)
     ctx = current()
     if not isinstance(expr, IndexExpr):
         if isinstance(expr, (int, np.integer)):

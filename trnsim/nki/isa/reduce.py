@@ -7,6 +7,8 @@ import numpy as np
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa import _accum
+from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ALU, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
@@ -83,12 +85,27 @@ def tensor_reduce(*args, axis=None, mask=None, dtype=None, negate=False, keepdim
     return _reduce(op, data, axis, dtype, mask, negate, keepdims, dst)
 
 
-def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
-                         dst=None, **kw):
-    """``out = data op0 operand0`` and ``reduce_res = reduce_op(out)`` along the free axes (one VectorE
-    instruction)."""
+def tensor_scalar_reduce(*args, reverse0=False, reduce_cmd=_rc.reset_reduce, reduce_init=None,
+                         reduce_res_negate=False, dtype=None, mask=None, **kw):
+    """``dst = data op0 operand0`` and a reduction of it along the free axes into the Vector Engine accumulator
+    (one VectorE instruction); ``reduce_res`` [P, 1] (optional) receives the accumulator (negated if
+    ``reduce_res_negate``). ``reduce_cmd``: ``reset_reduce`` (default), ``reduce`` (continue), ``load_reduce``
+    (start from ``reduce_init``). 0.6 order: ``(dst, data, op0, operand0, reduce_op, reduce_res=None)``."""
+    names = ("dst", "data", "op0", "operand0", "reduce_op", "reduce_res")
+    if args and not is_tile(args[0]) or (len(args) >= 2 and not is_tile(args[1])):
+        names = names[1:]                    # Beta 1 style: no dst positional
+    vals = dict(zip(names, args))
+    for k in ("dst", "data", "op0", "operand0", "reduce_op", "reduce_res"):
+        if k in kw:
+            vals[k] = kw.pop(k)
+    dst, data, op0, operand0 = vals.get("dst"), vals.get("data"), vals.get("op0"), vals.get("operand0")
+    reduce_op, reduce_res = vals.get("reduce_op"), vals.get("reduce_res")
     ctx = current()
     api = "tensor_scalar_reduce"
+    if data is None or op0 is None or reduce_op is None:
+        raise KernelError("err_invalid_arguments", f"'{api}' needs data, op0, operand0 and reduce_op",
+                          "nisa.tensor_scalar_reduce(dst=t, data=x, op0=nl.multiply, operand0=1.0, reduce_op=nl.max, "
+                          "reduce_res=r)")
     v = tile_arg(data, api, "data")
     check_free_limit(v, api, "data")
     P = v.shape[0]
@@ -96,12 +113,27 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     n0 = op_name(op0)
     rname = op_name(reduce_op, "reduce")
     o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
-    rv = as_view(reduce_res)
-    if tuple(rv.shape) != (P, 1):
-        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
+    if reduce_init is not None and cmd != _rc.load_reduce:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_init is only used with reduce_cmd.load_reduce "
+                          f"(got {cmd})", "drop reduce_init or pass reduce_cmd=nisa.reduce_cmd.load_reduce")
+    if cmd == _rc.load_reduce and reduce_init is None:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_cmd.load_reduce needs reduce_init",
+                          "pass reduce_init=<number or [P, 1] float32 tile>")
+    init_v, init_vec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads) if reduce_init is not None \
+        else (None, False)
+    rv = None
+    if reduce_res is not None:
+        rv = as_view(reduce_res)
+        if tuple(rv.shape) != (P, 1):
+            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
+    init = None
+    if cmd == _rc.load_reduce and ctx.numerics:
+        init = read(init_v).reshape(P) if init_vec else np.float32(init_v)
+    acc = _accum.start(ctx, "vector", cmd, rname, P, api, init)
     res = None
     if ctx.numerics:
         x = read(v)
@@ -109,19 +141,26 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
             ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
             res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))
-        write(rv, REDUCE[rname](res, axis=tuple(range(1, res.ndim)), keepdims=True).reshape(P, 1))
+        part = REDUCE[rname](res, axis=tuple(range(1, res.ndim))).reshape(P)
+        acc = np.asarray(ALU[rname](acc, part), dtype=np.float32)
+        if rv is not None:
+            write(rv, (-acc if reduce_res_negate else acc).reshape(P, 1))
+    _accum.save(ctx, "vector", acc if ctx.numerics else None)
     n = free_size(shape)
-    ctx.emit(api, "vector", reads, (dview, rv), {"op0": n0, "reduce_op": rname}, 2 * n * P, 0, n, P)
+    writes = (dview, rv) if rv is not None else (dview,)
+    ctx.emit(api, "vector", reads, writes, {"op0": n0, "reduce_op": rname, "reduce_cmd": cmd}, 2 * n * P, 0, n, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
 
 
-def bn_stats(data, *, dtype=None, mask=None, dst=None, **kw):
+def bn_stats(data=None, *args, dtype=None, mask=None, dst=None, **kw):
     """Per-partition statistics of ``data`` ([P, F], F <= bn_stats_fmax) for bn_aggr.
 
     Output [P, 6] float32. The hardware's 6-value layout is not documented; trnsim stores
     (count, mean, M2 = count * variance, 0, 0, 0) per partition, which bn_aggr combines exactly.
     """
+    if args and is_tile(args[0]):          # NKI 0.6 positional form (dst, data)
+        dst, data = data, args[0]
     ctx = current()
     v = tile_arg(data, "bn_stats", "data")
     lim = ctx.limits
@@ -147,8 +186,10 @@ def bn_stats(data, *, dtype=None, mask=None, dst=None, **kw):
     return result_of(dst, out_t, dview)
 
 
-def bn_aggr(data, *, dtype=None, mask=None, dst=None, **kw):
+def bn_aggr(data=None, *args, dtype=None, mask=None, dst=None, **kw):
     """Combine bn_stats outputs [P, 6*k] into [P, 2] = (mean, variance) per partition."""
+    if args and is_tile(args[0]):          # NKI 0.6 positional form (dst, data)
+        dst, data = data, args[0]
     ctx = current()
     v = tile_arg(data, "bn_aggr", "data")
     P = v.shape[0]

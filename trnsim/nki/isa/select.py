@@ -6,11 +6,28 @@ import numpy as np
 from trnsim.nki.context import current, read
 from trnsim.nki.isa.common import dtype_or, finish, free_size, out_tile, result_of, store_result, tile_arg
 from trnsim.nki.rules import KernelError
-from trnsim.nki.tensors import Mask, mask_array
+from trnsim.nki.tensors import Mask, Tensor, View, mask_array
 
 
-def affine_select(pred, on_true_tile, on_false_value, *, dtype=None, mask=None, dst=None, **kw):
-    """``out = on_true_tile where pred else on_false_value`` with an affine predicate (GpSimd)."""
+def affine_select(*args, dtype=None, mask=None, dst=None, **kw):
+    """``out = on_true_tile where pred else on_false_value`` with an affine predicate (GpSimd).
+
+    Beta 1 form ``affine_select(pred, on_true_tile, on_false_value)``; NKI 0.6 form ``affine_select(dst, pattern,
+    channel_multiplier, on_true_tile, on_false_value, cmp_op=nl.equal, offset=0)`` (:mod:`.._patterns`)."""
+    if "pattern" in kw or (args and isinstance(args[0], (Tensor, View))):
+        from trnsim.nki.isa._patterns import affine_select_pattern
+        if dst is not None:
+            args = (dst,) + args
+        return affine_select_pattern(*args, **kw)
+    names = ("pred", "on_true_tile", "on_false_value")
+    vals = dict(zip(names, args))
+    vals.update({k: kw.pop(k) for k in names if k in kw})
+    if len(vals) != 3:
+        raise KernelError("err_invalid_arguments", "affine_select needs (pred, on_true_tile, on_false_value) or the "
+                          "0.6 form (dst, pattern, channel_multiplier, on_true_tile, on_false_value)",
+                          "e.g. nisa.affine_select(dst=t, pattern=[[-1, n]], channel_multiplier=1, on_true_tile=x, "
+                          "on_false_value=-9984.0, cmp_op=nl.greater_equal)")
+    pred, on_true_tile, on_false_value = vals["pred"], vals["on_true_tile"], vals["on_false_value"]
     ctx = current()
     v = tile_arg(on_true_tile, "affine_select", "on_true_tile", ("sbuf",))
     shape = tuple(v.shape)
