@@ -956,3 +956,32 @@ def test_positional_dst_forms():
         acc = x[:, i] * acc + x[:, i]
         ref[:, i] = acc
     np.testing.assert_allclose(sc, ref, rtol=1e-4)
+
+
+def test_packed_mx_words_are_not_arithmetic_operands():
+    def k(w):
+        q = new((32, 8), nl.float8_e4m3fn_x4)
+        nisa.dma_copy(dst=q, src=w)
+        f = new((32, 8), nl.float32)
+        nisa.tensor_copy(dst=f, src=q)
+        return hbm(f)
+    assert "nc_matmul_mx" in broken(k, np.zeros((32, 8), np.uint32), rule="err_unsupported_dtype", target="trn3")
+
+
+def test_beta1_value_returning_forms_of_the_new_instructions():
+    def k(a, p):
+        x = sb(a)
+        m = nisa.max8(src=x)
+        i = nisa.nc_find_index8(data=x, vals=m)
+        r = nisa.nc_match_replace8(data=x, vals=m, imm=0.0)
+        s = nisa.select_reduce(predicate=sb(p), on_true=x, on_false=-1.0)
+        c = nisa.tensor_partition_reduce(op=nl.add, data=x)
+        return hbm(m), hbm(i), hbm(r), hbm(s), hbm(c)
+    p = rng.integers(0, 2, size=(128, 64)).astype(np.uint8)
+    m, i, r, s, c = sim(k, F32, p)
+    order = np.argsort(-F32, axis=1)[:, :8]
+    np.testing.assert_array_equal(m, np.take_along_axis(F32, order, 1))
+    np.testing.assert_array_equal(i, order)
+    assert m.dtype == np.float32 and i.dtype == np.uint32 and np.sum(r == 0) == 128 * 8
+    np.testing.assert_array_equal(s, np.where(p != 0, F32, -1.0))
+    np.testing.assert_allclose(c[0], F32.sum(0), rtol=1e-5, atol=1e-5)

@@ -8,6 +8,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
+from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ACT, ALU, op_name
@@ -56,7 +57,7 @@ def _same(d, v, api):
                           "must have the same partitions and elements per partition", "allocate dst like the input")
 
 
-def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, reduce_op=None,
+def activate2(dst=None, op=None, data=None, imm0=None, imm1=None, op0=None, op1=None, relu_param=0.0, reverse0=False, reverse1=False, reduce_op=None,
               reduce_res=None, reduce_cmd=_rc.idle, name=None):
     """``dst = op((data op0 imm0) op1 imm1)`` on ScalarE with an optional reduction of ``dst`` along the free
     axis into the Scalar accumulator (``reduce_res`` [P, 1] receives it). NeuronCore-v4+.
@@ -68,7 +69,7 @@ def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=Fals
     api = "activate2"
     _need_v4(ctx, api)
     v = tile_arg(data, api, "data")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, v.shape, v.tensor.dtype_name, api)
     _same(d, v, api)
     a = _act_name(op)
     n0, n1 = _alu_or_bypass(op0), _alu_or_bypass(op1)
@@ -135,11 +136,10 @@ def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=Fals
         writes.append(rv)
     ctx.emit(api, "scalar", reads, writes, {"func": a, "op0": n0, "op1": n1, "reduce_cmd": cmd},
              P * n * (1 + (n0 != "bypass") + (n1 != "bypass")), 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
-def exponential(dst, src, max_value=0.0, reduce_res=None, reduce_cmd=_rc.idle, reduce_init=0.0, name=None):
+def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=_rc.idle, reduce_init=0.0, name=None):
     """``dst = exp(src - max_value)`` on the Vector Engine (NeuronCore-v4+); with ``reduce_cmd`` other than
     ``idle`` the Vector accumulator adds up ``dst`` (``reduce_res`` [P, 1] receives the sum).
     ``max_value``/``reduce_init``: numbers or [P, 1] fp32 tiles."""
@@ -147,7 +147,7 @@ def exponential(dst, src, max_value=0.0, reduce_res=None, reduce_cmd=_rc.idle, r
     api = "exponential"
     _need_v4(ctx, api)
     s = tile_arg(src, api, "src")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, s.shape, s.tensor.dtype_name, api)
     _same(d, s, api)
     if len(s.shape) > 4:
         raise KernelError("err_exceed_max_supported_dimension", f"src of '{api}' is {len(s.shape)}-D; at most 4-D",
@@ -194,8 +194,7 @@ def exponential(dst, src, max_value=0.0, reduce_res=None, reduce_cmd=_rc.idle, r
             write(rv, acc.reshape(P, 1))
         writes.append(rv)
     ctx.emit(api, "vector", reads, writes, {"reduce_cmd": cmd}, 2 * P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 __all__ = ["activate2", "exponential"]

@@ -8,6 +8,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
+from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, is_tile, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ALU, op_name
@@ -29,13 +30,13 @@ def _pstart(ctx, v) -> int:
     return ctx.operand(v).region.partition_start
 
 
-def nc_n_gather(dst, data, indices, name=None):
+def nc_n_gather(dst=None, data=None, indices=None, name=None):
     """``dst[p, j] = data[p].flatten()[indices[p, j]]`` per partition on GpSimd (all SBUF; uint32 indices)."""
     ctx = current()
     api = "nc_n_gather"
     v = tile_arg(data, api, "data", ("sbuf",))
     ix = tile_arg(indices, api, "indices", ("sbuf",))
-    d = tile_arg(dst, api, "dst", ("sbuf",))
+    d, out_t = dst_or_new(dst, ix.shape, v.tensor.dtype_name, api, ("sbuf",))
     if ix.tensor.dtype_name != "uint32":
         raise KernelError("err_unsupported_dtype", f"indices of '{api}' must be uint32, got {ix.tensor.dtype_name}",
                           "allocate the index tile as nl.uint32")
@@ -60,11 +61,10 @@ def nc_n_gather(dst, data, indices, name=None):
         write(d, np.take_along_axis(src, idx, axis=1).reshape(d.shape))
     groups = -(-n // 512)       # the reference: n = ceil(elements per partition / 512) ISA instructions
     ctx.emit(api, "gpsimd", (v, ix), (d,), {"isa_groups": groups}, 0, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
-def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None):
+def local_gather(dst=None, src_buffer=None, index=None, num_elem_per_idx=1, num_valid_indices=None, name=None):
     """Gather along the free axis with indices shared by each GpSimd core's 16 partitions.
 
     Core c (partitions 16c..16c+15) flattens its slice of ``index`` partition-first (column-major) into
@@ -74,13 +74,9 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
     api = "local_gather"
     s = tile_arg(src_buffer, api, "src_buffer", ("sbuf",))
     ix = tile_arg(index, api, "index", ("sbuf",))
-    d = tile_arg(dst, api, "dst", ("sbuf",))
     if ix.tensor.dtype_name != "uint16":
         raise KernelError("err_unsupported_dtype", f"index of '{api}' must be uint16, got {ix.tensor.dtype_name}",
                           "allocate the index tile as nl.uint16")
-    if d.tensor.dtype_name != s.tensor.dtype_name:
-        raise KernelError("err_dtype_mismatch", f"dst dtype {d.tensor.dtype_name} of '{api}' must equal src_buffer "
-                          f"dtype {s.tensor.dtype_name}", "local_gather does not cast: allocate dst like src_buffer")
     P = s.shape[0]
     if ix.shape[0] != P or P % _GPSIMD_GROUP:
         raise KernelError("err_num_partition_mismatch",
@@ -99,6 +95,10 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
         raise KernelError("err_size_of_dimension_exceed_arch_limit",
                           f"'{api}' gathers {nvalid} indices per GpSimd core; the limit is 4096",
                           "split the gather into several local_gather calls")
+    d, out_t = dst_or_new(dst, (P, nvalid, num_elem_per_idx), s.tensor.dtype_name, api, ("sbuf",))
+    if d.tensor.dtype_name != s.tensor.dtype_name:
+        raise KernelError("err_dtype_mismatch", f"dst dtype {d.tensor.dtype_name} of '{api}' must equal src_buffer "
+                          f"dtype {s.tensor.dtype_name}", "local_gather does not cast: allocate dst like src_buffer")
     if d.shape[0] != P or free_size(d.shape) != nvalid * num_elem_per_idx:
         raise KernelError("err_shape_mismatch",
                           f"dst{fmt_shape(d.shape)} of '{api}' must be [{P}, {nvalid} * {num_elem_per_idx}] elements",
@@ -121,8 +121,7 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
         write(d, out.reshape(d.shape))
     ctx.emit(api, "gpsimd", (s, ix), (d,), {"num_elem_per_idx": num_elem_per_idx}, 0, 0,
              nvalid * num_elem_per_idx, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
@@ -241,8 +240,9 @@ def _reduce_out(ctx, reduce_res, acc, P: int, api: str, writes: list):
     writes.append(rv)
 
 
-def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=_rc.reset_reduce,
-                 reduce_res=None, reduce_op=np.maximum, range_start=0, on_false_value=FP32_MIN, name=None):
+def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=None, bound1=None,
+                 reduce_cmd=_rc.reset_reduce, reduce_res=None, reduce_op=np.maximum, range_start=0,
+                 on_false_value=FP32_MIN, name=None, dtype=None):
     """Keep ``on_true_tile[p, i]`` where ``comp_op0(range_start + i, bound0[p])`` and ``comp_op1(range_start + i,
     bound1[p])`` (fp32 compares), else ``on_false_value`` (must be FP32_MIN); max-reduce into the Vector
     accumulator (``reduce_res`` [P, 1] receives it). NeuronCore-v3+."""
@@ -252,7 +252,7 @@ def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_c
         raise KernelError("err_unsupported_on_target", f"'{api}' needs NeuronCore-v3+; {ctx.target} is "
                           f"{ctx.limits.neuroncore_version}", "target trn2 or trn3")
     v = tile_arg(on_true_tile, api, "on_true_tile")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, v.shape, v.tensor.dtype_name if dtype is None else dt.dtype_name(dtype), api)
     _same_elems(d, v, api, "dst", "on_true_tile")
     if not dt.is_float(v.tensor.dtype_name):
         raise KernelError("err_unsupported_dtype", f"on_true_tile of '{api}' must be a float type, got "
@@ -308,12 +308,11 @@ def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_c
         _accum.save(ctx, "vector", acc if ctx.numerics else None)
     _reduce_out(ctx, reduce_res, acc, P, api, writes)
     ctx.emit(api, "vector", reads, writes, {"comp_op0": c0, "comp_op1": c1, "reduce_cmd": cmd}, 3 * P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
-def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=_rc.idle, reduce_op=np.maximum,
-                  reverse_pred=False, name=None):
+def select_reduce(dst=None, predicate=None, on_true=None, on_false=None, reduce_res=None, reduce_cmd=_rc.idle,
+                  reduce_op=np.maximum, reverse_pred=False, name=None, dtype=None):
     """``dst = on_true where predicate else on_false`` (number or [P, 1] tile), with an optional max reduction
     through the Vector accumulator into ``reduce_res`` [P, 1]. With ``reduce_cmd=idle`` and a ``reduce_res``
     trnsim reduces this instruction's result alone."""
@@ -321,7 +320,7 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
     api = "select_reduce"
     t = tile_arg(on_true, api, "on_true")
     pr = tile_arg(predicate, api, "predicate")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, t.shape, t.tensor.dtype_name if dtype is None else dt.dtype_name(dtype), api)
     _same_elems(d, t, api, "dst", "on_true")
     _same_elems(pr, t, api, "predicate", "on_true")
     if t.tensor.dtype_name in ("tfloat32", "int32", "uint32"):
@@ -360,8 +359,7 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
     _reduce_out(ctx, reduce_res, acc, P, api, writes)
     ctx.emit(api, "vector", reads, writes, {"reduce_cmd": cmd, "reverse_pred": bool(reverse_pred)}, 2 * P * n, 0,
              n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 __all__ = ["nc_n_gather", "local_gather", "nc_stream_shuffle", "tensor_copy_predicated", "range_select",

@@ -17,6 +17,7 @@ import numpy as np
 
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
+from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, is_tile, scalar_or_vector, tile_arg
 from trnsim.nki.isa.engines import NkiInstruction
 from trnsim.nki.isa.enums import engine as _engine
@@ -147,12 +148,12 @@ def rand2(dst, min, max, name=None):
     return dst
 
 
-def dropout(dst, data, prob, name=None):
+def dropout(dst=None, data=None, prob=None, name=None):
     """``dst = data`` with each element replaced by 0 with probability ``prob`` (number or [P, 1] tile),
     drawn from the Vector Engine generators. ``dst`` must have ``data``'s dtype."""
     ctx = current()
     v = tile_arg(data, "dropout", "data")
-    d = _dst(dst, "dropout")
+    d, out_t = dst_or_new(dst, v.shape, v.tensor.dtype_name, "dropout")
     if d.tensor.dtype_name != v.tensor.dtype_name:
         raise KernelError("err_dtype_mismatch", f"dropout dst dtype {d.tensor.dtype_name} must equal data dtype "
                           f"{v.tensor.dtype_name}", "allocate dst with data's dtype")
@@ -178,8 +179,7 @@ def dropout(dst, data, prob, name=None):
         x = read(v, raw=True).reshape(P, n)
         write(d, np.where(keep, x, np.zeros((), dtype=x.dtype)).reshape(d.shape))
     ctx.emit("dropout", "vector", reads, (d,), {}, 2 * P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 def _seed_tile(x, api: str):

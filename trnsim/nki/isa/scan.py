@@ -6,9 +6,11 @@ import numpy as np
 
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
+from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ALU, op_name
+from trnsim.nki.dtypes import dtype_name as _dtname
 from trnsim.nki.rules import KernelError, fmt_shape
 
 _CUM_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
@@ -16,7 +18,8 @@ _CUM_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e4m3fn",
                "int8", "int16")
 
 
-def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None, reduce_cmd=_rc.reset_reduce, name=None):
+def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None, reduce_cmd=_rc.reset_reduce,
+                             name=None):
     """Running reduction along the free axis: ``reg = op1(op0(src[:, i], imm0), reg)``; ``dst[:, i] = reg``.
 
     ``reduce_cmd``: ``reset_reduce`` starts ``reg`` at op1's identity, ``load_reduce`` at ``imm1``, ``reduce``
@@ -25,7 +28,7 @@ def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None, reduce_cmd=_rc
     ctx = current()
     api = "tensor_scalar_cumulative"
     s = tile_arg(src, api, "src")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, s.shape, s.tensor.dtype_name, api)
     for v, arg in ((s, "src"), (d, "dst")):
         if v.tensor.dtype_name not in _CUM_DTYPES:
             raise KernelError("err_unsupported_dtype", f"{arg} of '{api}' has dtype {v.tensor.dtype_name}; the ISA "
@@ -61,20 +64,19 @@ def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None, reduce_cmd=_rc
         write(d, out.reshape(d.shape))
     _accum.save(ctx, "vector", reg if ctx.numerics else None)
     ctx.emit(api, "vector", reads, (d,), {"op0": n0, "op1": n1, "reduce_cmd": cmd}, 2 * P * F, 0, F, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 _PR_OPS = {"add": np.sum, "average": np.mean, "maximum": np.max, "bitwise_or": None, "bitwise_and": None}
 
 
-def tensor_partition_reduce(dst, op, data, name=None):
+def tensor_partition_reduce(dst=None, op=None, data=None, name=None):
     """Reduce ``data`` across its partitions (axis 0) on GpSimd: ``dst[0, ...] = op over p of data[p, ...]``.
     ``op``: nl.add, nl.average (mean), nl.maximum, nl.bitwise_or, nl.bitwise_and."""
     ctx = current()
     api = "tensor_partition_reduce"
     v = tile_arg(data, api, "data", ("sbuf",))
-    d = tile_arg(dst, api, "dst", ("sbuf",))
+    d, out_t = dst_or_new(dst, (1,) + tuple(v.shape[1:]), v.tensor.dtype_name, api, ("sbuf",))
     name_ = op if isinstance(op, str) else (getattr(op, "_nki_op", None) or getattr(op, "__name__", ""))
     name_ = {"mean": "average", "max": "maximum", "amax": "maximum", "sum": "add"}.get(name_, name_)
     if name_ not in _PR_OPS:
@@ -98,19 +100,18 @@ def tensor_partition_reduce(dst, op, data, name=None):
             r = _PR_OPS[name_](read(v).reshape(P, F).astype(np.float32), axis=0).astype(np.float32)
         write(d, r.reshape(d.shape))
     ctx.emit(api, "gpsimd", (v,), (d,), {"op": name_}, P * F, 0, F, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
-def sequence_bounds(dst, segment_ids, name=None):
+def sequence_bounds(dst=None, segment_ids=None, name=None, dtype=None):
     """Per element of ``segment_ids`` [1, n]: ``dst[0, 0, i]`` = first index of its segment (a run of equal
     nonzero ids) and ``dst[0, 1, i]`` = one past its last index; padding (id 0) gets (n, -1). GpSimd;
-    float32 or int32. (The reference's numpy definition is truncated where the end index is set; trnsim
-    uses the exclusive end, as Python slices do.)"""
+    float32 or int32 (the reference's numpy definition)."""
     ctx = current()
     api = "sequence_bounds"
     s = tile_arg(segment_ids, api, "segment_ids", ("sbuf",))
-    d = tile_arg(dst, api, "dst", ("sbuf",))
+    d, out_t = dst_or_new(dst, (1, 2, free_size(s.shape)),
+                          s.tensor.dtype_name if dtype is None else _dtname(dtype), api, ("sbuf",))
     for v, arg in ((s, "segment_ids"), (d, "dst")):
         if v.tensor.dtype_name not in ("float32", "int32"):
             raise KernelError("err_unsupported_dtype", f"{arg} of '{api}' must be float32 or int32, got "
@@ -140,8 +141,7 @@ def sequence_bounds(dst, segment_ids, name=None):
             i = j + 1
         write(d, np.stack([start, end]).astype(np.float32).reshape(d.shape))
     ctx.emit(api, "gpsimd", (s,), (d,), {}, 0, 0, n, 1)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 __all__ = ["tensor_scalar_cumulative", "tensor_partition_reduce", "sequence_bounds"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki.context import current, read, write
+from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, tile_arg
+from trnsim.nki.dtypes import dtype_name as _dtname
 from trnsim.nki.rules import KernelError, fmt_shape
 
 _MIN_ELEMS, _MAX_ELEMS = 8, 16384      # elements per partition max8 / find_index8 read (reference)
@@ -26,7 +28,9 @@ def _src8(x, api: str, arg: str):
     return v, n
 
 
-def _dst8(x, P: int, api: str, arg: str = "dst"):
+def _dst8(x, P: int, api: str, arg: str = "dst", dtype_name: str = "float32"):
+    if x is None and arg == "dst":
+        return dst_or_new(None, (P, 8), dtype_name, api)[1].full_view()
     d = tile_arg(x, api, arg)
     if len(d.shape) != 2 or tuple(d.shape) != (P, 8):
         raise KernelError("err_shape_mismatch", f"'{arg}' of '{api}' must be [{P}, 8], got {fmt_shape(d.shape)}",
@@ -34,18 +38,17 @@ def _dst8(x, P: int, api: str, arg: str = "dst"):
     return d
 
 
-def max8(dst, src, name=None):
+def max8(dst=None, src=None, name=None, dtype=None):
     """The 8 largest values of each partition of ``src`` in descending order, into ``dst`` [P, 8]."""
     ctx = current()
     v, n = _src8(src, "max8", "src")
     P = v.shape[0]
-    d = _dst8(dst, P, "max8")
+    d = _dst8(dst, P, "max8", dtype_name=v.tensor.dtype_name if dtype is None else _dtname(dtype))
     if ctx.numerics:
         x = read(v).reshape(P, n)
         write(d, -np.sort(-x, axis=1)[:, :8])
     ctx.emit("max8", "vector", (v,), (d,), {}, P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, None if dst is not None else d.tensor)
 
 
 def _match(data_row: np.ndarray, vals_row: np.ndarray, order) -> tuple[np.ndarray, np.ndarray]:
@@ -60,8 +63,8 @@ def _match(data_row: np.ndarray, vals_row: np.ndarray, order) -> tuple[np.ndarra
     return pos
 
 
-def _index_dst(x, P: int, api: str, arg: str):
-    d = _dst8(x, P, api, arg)
+def _index_dst(x, P: int, api: str, arg: str, dtype_name: str = "uint32"):
+    d = _dst8(x, P, api, arg, dtype_name)
     if d.tensor.dtype_name not in ("uint16", "uint32"):
         raise KernelError("err_unsupported_dtype", f"'{arg}' of '{api}' holds indices: uint16 or uint32, got "
                           f"{d.tensor.dtype_name}", "allocate it as nl.uint32")
@@ -74,7 +77,7 @@ def _write_index(d, pos: np.ndarray) -> None:
     write(d, np.where(pos < 0, sentinel, pos).astype(st))
 
 
-def nc_find_index8(dst, data, vals, name=None):
+def nc_find_index8(dst=None, data=None, vals=None, name=None, dtype=None):
     """Index of the first occurrence in each partition of ``data`` of each of the 8 ``vals`` (all-ones if absent;
     repeated vals take successive occurrences in ascending order). ``dst`` [P, 8] uint16/uint32."""
     ctx = current()
@@ -84,17 +87,16 @@ def nc_find_index8(dst, data, vals, name=None):
     if vv.shape[0] != P or free_size(vv.shape) != 8:
         raise KernelError("err_shape_mismatch", f"vals of 'nc_find_index8' must hold 8 values per partition "
                           f"[{P}, 8], got {fmt_shape(vv.shape)}", "pass e.g. the output of nisa.max8")
-    d = _index_dst(dst, P, "nc_find_index8", "dst")
+    d = _index_dst(dst, P, "nc_find_index8", "dst", "uint32" if dtype is None else _dtname(dtype))
     if ctx.numerics:
         x = read(v).reshape(P, n)
         w = read(vv).reshape(P, 8)
         _write_index(d, np.stack([_match(x[p], w[p], range(8)) for p in range(P)]))
     ctx.emit("nc_find_index8", "vector", (v, vv), (d,), {}, 8 * P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, None if dst is not None else d.tensor)
 
 
-def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
+def nc_match_replace8(dst=None, data=None, vals=None, imm=None, dst_idx=None, name=None, dtype=None):
     """``dst = data`` with the first occurrence of each of the 8 ``vals`` replaced by ``imm`` (vals processed
     from the last to the first, so repeated vals claim occurrences in descending slot order); optional
     ``dst_idx`` [P, 8] receives the matched positions (all-ones if a value is absent). Vector Engine."""
@@ -106,7 +108,7 @@ def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
     if vv.shape[0] != P or free_size(vv.shape) != 8:
         raise KernelError("err_shape_mismatch", f"vals of '{api}' must hold 8 values per partition [{P}, 8], got "
                           f"{fmt_shape(vv.shape)}", "pass e.g. the output of nisa.max8")
-    d = tile_arg(dst, api, "dst")
+    d, out_t = dst_or_new(dst, v.shape, v.tensor.dtype_name if dtype is None else _dtname(dtype), api)
     if d.shape[0] != P or free_size(d.shape) != n:
         raise KernelError("err_shape_mismatch", f"dst{fmt_shape(d.shape)} of '{api}' must match data"
                           f"{fmt_shape(v.shape)}", "allocate dst like data")
@@ -127,8 +129,7 @@ def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
         if di is not None:
             _write_index(di, pos)
     ctx.emit(api, "vector", (v, vv), writes, {}, 8 * P * n, 0, n, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 def topk(val_dst, idx_dst, src, n, name=None):
@@ -185,13 +186,13 @@ def topk(val_dst, idx_dst, src, n, name=None):
     return val_dst, idx_dst
 
 
-def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
+def nonzero_with_count(dst=None, src=None, index_offset=0, padding_val=-1, name=None):
     """On partitions 0, 16, ..., 112 only (each GpSimd core's first partition): ``dst[p]`` = positions of the
     nonzero elements of ``src[p]`` (+ ``index_offset``), then ``padding_val``, then the count in the last slot."""
     ctx = current()
     api = "nonzero_with_count"
     s = tile_arg(src, api, "src", ("sbuf",))
-    d = tile_arg(dst, api, "dst", ("sbuf",))
+    d, out_t = dst_or_new(dst, (s.shape[0], free_size(s.shape) + 1), "int32", api, ("sbuf",))
     if s.tensor.dtype_name not in ("float32", "int32"):
         raise KernelError("err_unsupported_dtype", f"src of '{api}' must be float32 or int32, got "
                           f"{s.tensor.dtype_name}", "cast src first")
@@ -219,8 +220,7 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
             out[p] = row.astype(np.int32)
         write(d, out.reshape(d.shape), rows.reshape(d.shape))
     ctx.emit(api, "gpsimd", (s,), (d,), {}, 0, 0, T, P)
-    finish(ctx, None)
-    return dst
+    return done(ctx, dst, out_t)
 
 
 __all__ = ["max8", "nc_find_index8", "nc_match_replace8", "topk", "nonzero_with_count"]
