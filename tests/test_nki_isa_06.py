@@ -985,3 +985,22 @@ def test_beta1_value_returning_forms_of_the_new_instructions():
     assert m.dtype == np.float32 and i.dtype == np.uint32 and np.sum(r == 0) == 128 * 8
     np.testing.assert_array_equal(s, np.where(p != 0, F32, -1.0))
     np.testing.assert_allclose(c[0], F32.sum(0), rtol=1e-5, atol=1e-5)
+
+
+# the public names of the NKI 0.6 nki.isa reference (aws-neuron-sdk nki/api/nki/isa, Neuron SDK 2.32)
+NKI06_ISA_NAMES = """
+NkiInstruction NkiValidationError VirtualRegister activate2 activation activation_reduce affine_select bn_aggr
+bn_stats core_barrier dge_mode dma_compute dma_copy dma_engine dma_transpose dropout engine exponential
+get_nc_sub_version get_nc_version gpsimd_engine iota local_gather matmul_perf_mode max8 memset nc_find_index8
+nc_match_replace8 nc_matmul nc_matmul_mx nc_n_gather nc_stream_shuffle nc_transpose nc_version nonzero_with_count
+oob_mode quantize_mx rand2 rand_get_state rand_set_state range_select reciprocal reduce_cmd register_alloc
+register_load register_move register_store rng scalar_engine scalar_tensor_tensor select_reduce sendrecv
+sequence_bounds set_rng_seed tensor_copy tensor_copy_predicated tensor_engine tensor_partition_reduce tensor_reduce
+tensor_scalar tensor_scalar_cumulative tensor_scalar_reduce tensor_tensor tensor_tensor_scan topk unknown_engine
+vector_engine""".split()
+
+
+def test_every_nki06_isa_name_exists():
+    assert len(NKI06_ISA_NAMES) == 67
+    assert [n for n in NKI06_ISA_NAMES if not hasattr(nisa, n)] == []
+    assert set(NKI06_ISA_NAMES) <= set(nisa.__all__)

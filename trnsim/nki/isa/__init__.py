@@ -25,6 +25,11 @@ Inside the function, in this order:
    partitions)`` with the operand views (it computes dependencies and allocation lifetimes); then
    ``common.finish(ctx, out_t, values)`` and ``return common.result_of(dst, out_t, dview)``.
 
+Instructions that drive an engine's accumulator registers (``reduce_cmd=``) go through ``_accum.start`` /
+``_accum.save`` (state per core and engine, shared by every accumulating instruction of that engine);
+instructions that also accept the Beta 1 value-returning form get their destination from
+``_result.dst_or_new`` and return ``_result.done(ctx, dst, new_tile)``.
+
 Operator tables (``ops.ALU``, ``ops.ACT``, ``ops.REDUCE``, ``ops.op_name``) give the numerics of ``op=``
 arguments. Never import :mod:`trnsim.nki.language` or :mod:`trnsim.nki.runtime` from here.
 """
