@@ -1004,3 +1004,24 @@ def test_every_nki06_isa_name_exists():
     assert len(NKI06_ISA_NAMES) == 67
     assert [n for n in NKI06_ISA_NAMES if not hasattr(nisa, n)] == []
     assert set(NKI06_ISA_NAMES) <= set(nisa.__all__)
+
+
+def test_beta1_mask_on_max8_and_find_index8():
+    import trnsim.neuronxcc.nki as bnki
+    import trnsim.neuronxcc.nki.isa as bisa
+    import trnsim.neuronxcc.nki.language as bnl
+
+    @bnki.jit
+    def k(a):
+        out = bnl.ndarray((128, 8), dtype=a.dtype, buffer=bnl.shared_hbm)
+        idx = bnl.ndarray((128, 8), dtype=bnl.uint32, buffer=bnl.shared_hbm)
+        x = bnl.load(a)
+        i_f = bnl.arange(64)[None, :]
+        m = bisa.max8(src=x, mask=(i_f < 32))
+        bnl.store(out, m)
+        bnl.store(idx, bisa.nc_find_index8(data=x, vals=m, mask=(i_f < 32)))
+        return out, idx
+    m, idx = bnki.simulate_kernel(k, F32)
+    order = np.argsort(-F32[:, :32], axis=1)[:, :8]
+    np.testing.assert_array_equal(m, np.take_along_axis(F32[:, :32], order, 1))
+    np.testing.assert_array_equal(idx, order)

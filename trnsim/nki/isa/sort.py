@@ -9,6 +9,7 @@ from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import finish, free_size, tile_arg
 from trnsim.nki.dtypes import dtype_name as _dtname
 from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import mask_array
 
 _MIN_ELEMS, _MAX_ELEMS = 8, 16384      # elements per partition max8 / find_index8 read (reference)
 _GPSIMD_GROUP = 16
@@ -38,17 +39,23 @@ def _dst8(x, P: int, api: str, arg: str = "dst", dtype_name: str = "float32"):
     return d
 
 
-def max8(dst=None, src=None, name=None, dtype=None):
+def max8(dst=None, src=None, name=None, dtype=None, mask=None):
     """The 8 largest values of each partition of ``src`` in descending order, into ``dst`` [P, 8]."""
     ctx = current()
     v, n = _src8(src, "max8", "src")
     P = v.shape[0]
     d = _dst8(dst, P, "max8", dtype_name=v.tensor.dtype_name if dtype is None else _dtname(dtype))
     if ctx.numerics:
-        x = read(v).reshape(P, n)
+        x = _masked(read(v), mask, v.shape, -np.inf).reshape(P, n)      # Beta 1 mask=: skipped elements
         write(d, -np.sort(-x, axis=1)[:, :8])
     ctx.emit("max8", "vector", (v,), (d,), {}, P * n, 0, n, P)
     return done(ctx, dst, None if dst is not None else d.tensor)
+
+
+def _masked(x: np.ndarray, mask, shape, fill) -> np.ndarray:
+    """``x`` with the elements a Beta 1 ``mask=`` excludes replaced by ``fill``."""
+    m = mask_array(mask, tuple(shape))
+    return x if m is None else np.where(m, x, np.float32(fill))
 
 
 def _match(data_row: np.ndarray, vals_row: np.ndarray, order) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +84,7 @@ def _write_index(d, pos: np.ndarray) -> None:
     write(d, np.where(pos < 0, sentinel, pos).astype(st))
 
 
-def nc_find_index8(dst=None, data=None, vals=None, name=None, dtype=None):
+def nc_find_index8(dst=None, data=None, vals=None, name=None, dtype=None, mask=None):
     """Index of the first occurrence in each partition of ``data`` of each of the 8 ``vals`` (all-ones if absent;
     repeated vals take successive occurrences in ascending order). ``dst`` [P, 8] uint16/uint32."""
     ctx = current()
@@ -89,14 +96,14 @@ def nc_find_index8(dst=None, data=None, vals=None, name=None, dtype=None):
                           f"[{P}, 8], got {fmt_shape(vv.shape)}", "pass e.g. the output of nisa.max8")
     d = _index_dst(dst, P, "nc_find_index8", "dst", "uint32" if dtype is None else _dtname(dtype))
     if ctx.numerics:
-        x = read(v).reshape(P, n)
+        x = _masked(read(v), mask, v.shape, np.nan).reshape(P, n)      # masked data never matches
         w = read(vv).reshape(P, 8)
         _write_index(d, np.stack([_match(x[p], w[p], range(8)) for p in range(P)]))
     ctx.emit("nc_find_index8", "vector", (v, vv), (d,), {}, 8 * P * n, 0, n, P)
     return done(ctx, dst, None if dst is not None else d.tensor)
 
 
-def nc_match_replace8(dst=None, data=None, vals=None, imm=None, dst_idx=None, name=None, dtype=None):
+def nc_match_replace8(dst=None, data=None, vals=None, imm=None, dst_idx=None, name=None, dtype=None, mask=None):
     """``dst = data`` with the first occurrence of each of the 8 ``vals`` replaced by ``imm`` (vals processed
     from the last to the first, so repeated vals claim occurrences in descending slot order); optional
     ``dst_idx`` [P, 8] receives the matched positions (all-ones if a value is absent). Vector Engine."""
@@ -122,7 +129,8 @@ def nc_match_replace8(dst=None, data=None, vals=None, imm=None, dst_idx=None, na
     if ctx.numerics:
         x = read(v).reshape(P, n).copy()
         w = read(vv).reshape(P, 8)
-        pos = np.stack([_match(x[p], w[p], range(7, -1, -1)) for p in range(P)])
+        xm = _masked(x.reshape(v.shape), mask, v.shape, np.nan).reshape(P, n)   # masked data never matches
+        pos = np.stack([_match(xm[p], w[p], range(7, -1, -1)) for p in range(P)])
         rows, slots = np.nonzero(pos >= 0)
         x[rows, pos[rows, slots]] = np.float32(imm)
         write(d, x.reshape(d.shape))
