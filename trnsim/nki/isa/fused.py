@@ -9,7 +9,7 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
-from trnsim.nki.isa.common import finish, free_size, scalar_or_vector, tile_arg
+from trnsim.nki.isa.common import free_size, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ACT, ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -32,7 +32,8 @@ def _version(ctx) -> int:
 def _need_v4(ctx, api: str) -> None:
     if _version(ctx) < 4:
         raise KernelError("err_unsupported_on_target", f"'{api}' is a NeuronCore-v4 instruction; {ctx.target} is "
-                          f"{ctx.limits.neuroncore_version}", "target trn3, or use nisa.activation / nisa.tensor_scalar")
+                          f"{ctx.limits.neuroncore_version}",
+                          "target trn3, or use nisa.activation / nisa.tensor_scalar")
 
 
 def _alu_or_bypass(op) -> str:
@@ -57,8 +58,8 @@ def _same(d, v, api):
                           "must have the same partitions and elements per partition", "allocate dst like the input")
 
 
-def activate2(dst=None, op=None, data=None, imm0=None, imm1=None, op0=None, op1=None, relu_param=0.0, reverse0=False, reverse1=False, reduce_op=None,
-              reduce_res=None, reduce_cmd=_rc.idle, name=None):
+def activate2(dst=None, op=None, data=None, imm0=None, imm1=None, op0=None, op1=None, relu_param=0.0, reverse0=False,
+              reverse1=False, reduce_op=None, reduce_res=None, reduce_cmd=_rc.idle, name=None):
     """``dst = op((data op0 imm0) op1 imm1)`` on ScalarE with an optional reduction of ``dst`` along the free
     axis into the Scalar accumulator (``reduce_res`` [P, 1] receives it). NeuronCore-v4+.
 

@@ -294,7 +294,8 @@ def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, boun
     if ctx.numerics:
         x = read(v).reshape(P, n)
         i = np.float32(range_start) + np.arange(n, dtype=np.float32)[None, :]
-        m = ALU[c0](i, read(bounds[0]).reshape(P, 1)).astype(bool) & ALU[c1](i, read(bounds[1]).reshape(P, 1)).astype(bool)
+        m = ALU[c0](i, read(bounds[0]).reshape(P, 1)).astype(bool) & \
+            ALU[c1](i, read(bounds[1]).reshape(P, 1)).astype(bool)
         res = np.where(m, x, np.float32(FP32_MIN)).astype(np.float32)
         write(d, res.reshape(d.shape))
         if acc is not None and cmd in (_rc.reduce, _rc.reset_reduce, _rc.load_reduce):

@@ -22,7 +22,6 @@ from trnsim.nki.isa.common import finish, free_size, is_tile, scalar_or_vector, 
 from trnsim.nki.isa.engines import NkiInstruction
 from trnsim.nki.isa.enums import engine as _engine
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import mask_array
 
 _WORDS = {"gpsimd": 6, "vector": 24}
 _INT_NAMES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")

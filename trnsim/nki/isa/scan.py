@@ -7,7 +7,7 @@ import numpy as np
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
-from trnsim.nki.isa.common import finish, free_size, scalar_or_vector, tile_arg
+from trnsim.nki.isa.common import free_size, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.dtypes import dtype_name as _dtname

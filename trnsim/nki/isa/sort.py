@@ -155,7 +155,8 @@ def topk(val_dst, idx_dst, src, n, name=None):
     idd = tile_arg(idx_dst, api, "idx_dst", ("sbuf",))
     if s.tensor.dtype_name != "bfloat16" or vd.tensor.dtype_name != "bfloat16":
         raise KernelError("err_unsupported_dtype", f"'{api}' takes and writes bfloat16 values; src is "
-                          f"{s.tensor.dtype_name}, val_dst {vd.tensor.dtype_name}", "cast src and val_dst to nl.bfloat16")
+                          f"{s.tensor.dtype_name}, val_dst {vd.tensor.dtype_name}",
+                          "cast src and val_dst to nl.bfloat16")
     if idd.tensor.dtype_name != "uint32":
         raise KernelError("err_unsupported_dtype", f"idx_dst of '{api}' must be uint32, got {idd.tensor.dtype_name}",
                           "allocate idx_dst as nl.uint32")
