@@ -772,6 +772,11 @@ def read(x, mask: np.ndarray | None = None, *, raw: bool = False) -> np.ndarray:
         return vals
     if vals.dtype == np.float32:
         return vals
+    if t.dtype_name in dt.PACKED:
+        raise KernelError("err_unsupported_dtype",
+                          f"`{t.name}` holds MX 4-packed {t.dtype_name} words; only nisa.nc_matmul_mx, "
+                          "nisa.quantize_mx and DMA copies can use them",
+                          "keep MX data for nc_matmul_mx; compute on the unquantised (bf16/fp32) tile instead")
     return vals.astype(np.float32)
 
 

@@ -25,6 +25,11 @@ Inside the function, in this order:
    partitions)`` with the operand views (it computes dependencies and allocation lifetimes); then
    ``common.finish(ctx, out_t, values)`` and ``return common.result_of(dst, out_t, dview)``.
 
+Instructions that drive an engine's accumulator registers (``reduce_cmd=``) go through ``_accum.start`` /
+``_accum.save`` (state per core and engine, shared by every accumulating instruction of that engine);
+instructions that also accept the Beta 1 value-returning form get their destination from
+``_result.dst_or_new`` and return ``_result.done(ctx, dst, new_tile)``.
+
 Operator tables (``ops.ALU``, ``ops.ACT``, ``ops.REDUCE``, ``ops.op_name``) give the numerics of ``op=``
 arguments. Never import :mod:`trnsim.nki.language` or :mod:`trnsim.nki.runtime` from here.
 """
@@ -38,5 +43,15 @@ from trnsim.nki.isa.reduce import *  # noqa: F401,F403
 from trnsim.nki.isa.copy import *  # noqa: F401,F403
 from trnsim.nki.isa.fill import *  # noqa: F401,F403
 from trnsim.nki.isa.select import *  # noqa: F401,F403
+from trnsim.nki.isa.engines import *  # noqa: F401,F403
+from trnsim.nki.isa.registers import *  # noqa: F401,F403
+from trnsim.nki.isa.random import *  # noqa: F401,F403
+from trnsim.nki.isa.gather import *  # noqa: F401,F403
+from trnsim.nki.isa.sort import *  # noqa: F401,F403
+from trnsim.nki.isa.scan import *  # noqa: F401,F403
+from trnsim.nki.isa.fused import *  # noqa: F401,F403
+from trnsim.nki.isa.dma_transform import *  # noqa: F401,F403
+from trnsim.nki.isa.mx import *  # noqa: F401,F403
+from trnsim.nki.isa.sync import *  # noqa: F401,F403
 
 __all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and not isinstance(v, type(__import__("sys"))))

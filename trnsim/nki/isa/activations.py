@@ -6,14 +6,16 @@ import numpy as np
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
-from trnsim.nki.isa.ops import ACT, REDUCE, op_name
+from trnsim.nki.isa import _accum
+from trnsim.nki.isa.enums import reduce_cmd as _rc
+from trnsim.nki.isa.ops import ACT, ALU, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
 def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None, mask=None,
-                dst=None, api="activation", engine="scalar"):
+                dst=None, api="activation", engine="scalar", reduce_cmd=None):
     ctx = current()
     name = op_name(func, "act")
     v = tile_arg(data, api, "data")
@@ -53,6 +55,28 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             res = np.asarray(ACT[name](x), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))
     writes = [dview]
+    cmd = None if reduce_cmd in (None, _rc.idle) else _accum.check_cmd(
+        reduce_cmd, api, (_rc.idle, _rc.reset, _rc.reduce, _rc.reset_reduce))
+    red_name_out = red_name
+    if cmd is not None:
+        # NKI 0.6: reduce into the Scalar Engine accumulator; reduce_res (optional) reads it out
+        if cmd != _rc.reset and red_name is None:
+            raise KernelError("err_invalid_arguments", f"'{api}' reduce_cmd={cmd} needs reduce_op",
+                              "pass reduce_op=nl.add (or drop reduce_cmd)")
+        acc = _accum.start(ctx, engine, cmd, red_name or "add", P, api)
+        if ctx.numerics and cmd != _rc.reset:
+            part = REDUCE[red_name](res, axis=tuple(range(1, res.ndim)), keepdims=False).reshape(P)
+            acc = np.asarray(ALU[red_name](acc, part) if red_name in ALU else part, dtype=np.float32)
+        _accum.save(ctx, engine, acc if ctx.numerics else None)
+        if reduce_res is not None:
+            rv = as_view(reduce_res)
+            if tuple(rv.shape) != (P, 1):
+                raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                                  f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+            if ctx.numerics:
+                write(rv, acc.reshape(P, 1))
+            writes.append(rv)
+        red_name = None                     # handled through the accumulator
     if red_name is not None:
         if reduce_res is None:
             raise KernelError("err_invalid_arguments", "activation with reduce_op needs reduce_res=",
@@ -67,9 +91,11 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
         writes.append(rv)
     n = free_size(shape)
     attrs = {"func": name, "has_scale": sc_vec or (sc is not None and sc != 1.0), "has_bias": bi is not None,
-             "reduce": red_name is not None}
-    if red_name:
-        attrs["reduce_op"] = red_name
+             "reduce": red_name_out is not None}
+    if red_name_out:
+        attrs["reduce_op"] = red_name_out
+    if cmd is not None:
+        attrs["reduce_cmd"] = cmd
     ctx.emit("activation", engine, reads, writes, attrs, n * P * (1 + int(attrs["has_scale"]) + int(bi is not None)),
              0, n, P)
     finish(ctx, out_t, res)
@@ -93,7 +119,7 @@ def _activation_beta1(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=No
         bias = pos.pop(0)
     if pos:
         scale = pos.pop(0)
-    return _activation(op, data, bias, scale, reduce_op, reduce_res, dtype, mask, dst)
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, dtype, mask, dst, reduce_cmd=reduce_cmd)
 
 
 def _activation_reduce_beta1(*args, reduce_op=None, reduce_res=None, **kw):
@@ -103,7 +129,7 @@ def _activation_reduce_beta1(*args, reduce_op=None, reduce_res=None, **kw):
 def _activation_06(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd, name):
     """``dst = op(data * scale + bias)`` on the Scalar Engine (fp32 inside); with ``reduce_op`` also
     ``reduce_res = reduce_op(dst)`` along the free axes."""
-    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst)
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst, reduce_cmd=reduce_cmd)
 
 
 def _activation_reduce_06(dst, op, data, reduce_op, reduce_res, bias, scale, name):

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
@@ -42,7 +43,9 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
             vals = read(s, m, raw=True)
         else:
             vals = read(s, raw=True)
-        if d.tensor.dtype_name != s.tensor.dtype_name or (dtype is not None):
+        packed_bits = (dt.is_packed(d.tensor.dtype_name) or dt.is_packed(s.tensor.dtype_name)) and \
+            d.tensor.data.dtype == vals.dtype      # MX packed words move bit for bit (uint32 <-> fp8 x4)
+        if (d.tensor.dtype_name != s.tensor.dtype_name or (dtype is not None)) and not packed_bits:
             vals = vals.astype(np.float32)
         if vals.shape != ds:
             vals = vals.reshape(ds) if vals.size == math.prod(ds) else np.broadcast_to(vals, ds)

@@ -14,6 +14,7 @@ class engine:
     activation = "scalar"
     pool = "gpsimd"
     sync = "sync"
+    dma = "dma"
 
 
 class reduce_cmd:
@@ -21,6 +22,7 @@ class reduce_cmd:
     reset = "reset"
     reduce = "reduce"
     reset_reduce = "reset_reduce"
+    load_reduce = "load_reduce"
 
 
 class oob_mode:

@@ -7,6 +7,8 @@ import numpy as np
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa import _accum
+from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ALU, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
@@ -179,16 +181,57 @@ def _tensor_reduce_06(dst, op, data, axis, negate, keepdims, name):
 
 def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_cmd, reduce_init,
                              reduce_res_negate, name):
-    """``dst = data op0 operand0`` and ``reduce_res = reduce_op(dst)`` along the free axes."""
-    if reduce_init is not None or reduce_res_negate:
-        raise KernelError("err_unsupported_argument",
-                          "tensor_scalar_reduce(reduce_init=..., reduce_res_negate=True) is not simulated by trnsim",
-                          "negate or offset reduce_res with a following nisa.tensor_scalar")
-    if reduce_res is None:
-        from trnsim.nki.isa.elementwise import _ts
-        return _ts(data, op0, operand0, reverse0, None, None, False, None, None, dst, "vector")
-    return _tensor_scalar_reduce_beta1(data=data, op0=op0, operand0=operand0, reduce_op=reduce_op,
-                                       reduce_res=reduce_res, reverse0=reverse0, dst=dst)
+    """``dst = data op0 operand0`` and a reduction of it along the free axes into the Vector Engine accumulator
+    (one VectorE instruction); ``reduce_res`` [P, 1] (optional) receives the accumulator (negated if
+    ``reduce_res_negate``). ``reduce_cmd``: ``reset_reduce`` (default), ``reduce`` (continue the accumulator),
+    ``load_reduce`` (start from ``reduce_init``)."""
+    ctx = current()
+    api = "tensor_scalar_reduce"
+    v = tile_arg(data, api, "data")
+    check_free_limit(v, api, "data")
+    P = v.shape[0]
+    reads = [v]
+    n0 = op_name(op0)
+    rname = op_name(reduce_op, "reduce")
+    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
+    cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
+    if reduce_init is not None and cmd != _rc.load_reduce:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_init is only used with reduce_cmd.load_reduce "
+                          f"(got {cmd})", "drop reduce_init or pass reduce_cmd=nisa.reduce_cmd.load_reduce")
+    if cmd == _rc.load_reduce and reduce_init is None:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_cmd.load_reduce needs reduce_init",
+                          "pass reduce_init=<number or [P, 1] float32 tile>")
+    init_v, init_vec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads) if reduce_init is not None \
+        else (None, False)
+    rv = None
+    if reduce_res is not None:
+        rv = as_view(reduce_res)
+        if tuple(rv.shape) != (P, 1):
+            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    shape = tuple(v.shape)
+    dview, out_t = out_tile(shape, v.tensor.dtype_name, "sbuf", api, dst)
+    init = None
+    if cmd == _rc.load_reduce and ctx.numerics:
+        init = read(init_v).reshape(P) if init_vec else np.float32(init_v)
+    acc = _accum.start(ctx, "vector", cmd, rname, P, api, init)
+    res = None
+    if ctx.numerics:
+        x = read(v)
+        with np.errstate(all="ignore"):
+            ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
+            res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
+        store_result(ctx, dview, res, None)
+        part = REDUCE[rname](res, axis=tuple(range(1, res.ndim))).reshape(P)
+        acc = np.asarray(ALU[rname](acc, part), dtype=np.float32)
+        if rv is not None:
+            write(rv, (-acc if reduce_res_negate else acc).reshape(P, 1))
+    _accum.save(ctx, "vector", acc if ctx.numerics else None)
+    n = free_size(shape)
+    writes = (dview, rv) if rv is not None else (dview,)
+    ctx.emit(api, "vector", reads, writes, {"op0": n0, "reduce_op": rname, "reduce_cmd": cmd}, 2 * n * P, 0, n, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
 
 
 def _bn_stats_06(dst, data, name):

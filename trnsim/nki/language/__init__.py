@@ -16,6 +16,8 @@ Names of the Beta 1 language that NKI 0.2+ removed (``arange``, ``mgrid``, ``par
 """
 from trnsim.nki.dtypes import (bfloat16, bool_, float8_e4m3, float8_e4m3fn, float8_e5m2, float16,  # noqa: F401
                                float32, int8, int16, int32, tfloat32, uint8, uint16, uint32)
+from trnsim.nki.dtypes import (float4_e2m1fn_x4, float8_e4m3fn_x4, float8_e5m2_x4,  # noqa: F401
+                               float8_e8m0fnu)
 from trnsim.nki.language.buffers import *  # noqa: F401,F403
 from trnsim.nki.language.tile_sizes import *  # noqa: F401,F403
 from trnsim.nki.language.control import *  # noqa: F401,F403
