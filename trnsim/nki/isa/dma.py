@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from trnsim.nki.dtypes import X4_NAMES
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
@@ -41,8 +42,8 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
             vals = read(s, m, raw=True)
         else:
             vals = read(s, raw=True)
-        if d.tensor.dtype_name != s.tensor.dtype_name or (dtype is not None):
-            vals = vals.astype(np.float32)
+        if (d.tensor.dtype_name != s.tensor.dtype_name or dtype is not None) and d.tensor.dtype_name not in X4_NAMES:
+            vals = vals.astype(np.float32)   # a casting DMA (into x4 packed types: the words are copied raw)
         if vals.shape != ds:
             vals = vals.reshape(ds) if vals.size == math.prod(ds) else np.broadcast_to(vals, ds)
         write(d, vals, m)
