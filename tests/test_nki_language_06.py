@@ -432,3 +432,91 @@ def test_tile_size_constants_from_catalog():
     assert seen["sbuf_fmax_bytes"] == core.sbuf_usable_bytes_per_partition
     assert seen["sbuf_fmax"] == core.sbuf_usable_bytes_per_partition // 4
     assert seen["psum_bank_fmax_bytes"] == core.psum_bank_bytes_per_partition == 4 * seen["psum_bank_fmax"]
+
+
+# ----------------------------------------------------------------------------- NkiTensor queries and views
+
+def test_nki_tensor_queries():
+    seen = {}
+
+    def kern(x):
+        t = nl.ndarray((128, 4, 6), dtype=nl.float32, buffer=nl.sbuf)
+        s = t[:, 1:3, 0:6:2]
+        seen.update(size=s.size, strides=s.strides, offset=s.offset, pattern=s.get_pattern(),
+                    full_contig=t.is_contiguous(), part_contig=s.is_contiguous(), row=t[:, 2, :].is_contiguous(),
+                    hbm_pattern=x.get_pattern(), hbm_offset=x[1:3, 2:4].offset, indirect=t.is_indirect())
+        return x
+    _run(kern, np.zeros((4, 8), np.float32))
+    assert seen["size"] == 128 * 2 * 3
+    assert seen["strides"] == (0, 6, 2) and seen["pattern"] == [[0, 128], [6, 2], [2, 3]]
+    assert seen["offset"] == 6
+    assert seen["full_contig"] and not seen["part_contig"] and seen["row"]
+    assert seen["hbm_pattern"] == [[8, 4], [1, 8]] and seen["hbm_offset"] == 8 + 2
+    assert seen["indirect"] is False
+
+
+def test_nki_tensor_slice_select_broadcast_against_numpy():
+    x = RNG.normal(size=(16, 8, 6)).astype(np.float32)
+
+    def kern(x, idx):
+        out = nl.ndarray((16, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        out2 = nl.ndarray((16, 5, 6), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        sel = t.select(1, 4).slice(1, 1, 6, 2)                     # t[:, 4, 1:6:2]
+        nl.store(out, nl.copy(sel))
+        i = nl.load(idx)
+        row = x.select(1, i)                                       # HBM dynamic select: x[:, idx, :]
+        one = nl.load(row).expand_dim(1)                           # (16, 1, 6)
+        nl.store(out2, nl.copy(one.broadcast(1, 5)))
+        return out, out2
+    got, got2 = _run(kern, x, np.array([[5]], np.int32))[0]
+    np.testing.assert_array_equal(got, x[:, 4, 1:6:2])
+    np.testing.assert_array_equal(got2, np.broadcast_to(x[:, 5:6, :], (16, 5, 6)))
+    with pytest.raises(KernelError) as e:
+        _run(lambda x, i: nl.load(x).select(0, 3), x, np.array([[5]], np.int32))
+    _rule(e, "err_partition_dim_must_be_first")
+    with pytest.raises(KernelError) as e:
+        _run(lambda x, i: nl.load(x).slice(2, 4, 9), x, np.array([[5]], np.int32))
+    _rule(e, "err_tensor_access_out_of_bound")
+
+
+def test_nki_tensor_reshaping_views_share_storage():
+    x = RNG.normal(size=(8, 24)).astype(np.float32)
+
+    def kern(x):
+        out = nl.ndarray((8, 4, 6), dtype=x.dtype, buffer=nl.shared_hbm)
+        out2 = nl.ndarray((8, 24), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        r = t.reshape_dim(1, (4, -1))
+        assert r.shape == (8, 4, 6) and r.expand_dim(2).shape == (8, 4, 1, 6)
+        assert r.expand_dim(2).squeeze_dim(2).shape == (8, 4, 6)
+        nl.store(out, nl.copy(r))
+        nisa.tensor_scalar(dst=r, data=r, op0=nl.multiply, operand0=3.0)   # writes through the view
+        nl.store(out2, nl.copy(r.flatten_dims(1, 2)))
+        return out, out2
+    got, got2 = _run(kern, x)[0]
+    np.testing.assert_array_equal(got, x.reshape(8, 4, 6))
+    np.testing.assert_allclose(got2, 3 * x, rtol=1e-6)
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.load(x).reshape_dim(1, (5, 5)), x)
+    _rule(e, "err_unsupported_reshape")
+
+
+def test_nki_tensor_view_reinterprets_bytes():
+    words = packed.pack_x4(RNG.normal(size=(8, 16)).astype(np.float32), "float8_e4m3fn_x4")
+    f = RNG.normal(size=(4, 8)).astype(np.float32)
+
+    def kern(w, f):
+        out = nl.ndarray(w.shape, dtype=nl.float8_e4m3fn_x4, buffer=nl.shared_hbm)
+        out_u8 = nl.ndarray((4, 32), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=w.view(nl.float8_e4m3fn_x4))
+        t = nl.load(f)
+        assert t.view(nl.uint8).shape == (4, 32) and t.view(nl.bfloat16).shape == (4, 16)
+        nisa.dma_copy(dst=out_u8, src=t.view(nl.uint8))
+        return out, out_u8
+    got, got_u8 = _run(kern, words, f)[0]
+    np.testing.assert_array_equal(got, words)
+    np.testing.assert_array_equal(got_u8, f.view(np.uint8))
+    with pytest.raises(KernelError) as e:
+        _run(lambda w, f: nl.load(f)[:, 0:3].view(nl.float32), words, np.zeros((4, 3), np.uint8))
+    _rule(e, "err_unsupported_reshape")

@@ -21,7 +21,8 @@ from trnsim.nki.isa import activations as _act, common as _common, elementwise a
 from trnsim.nki.isa import reduce as _red
 from trnsim.nki.language.compute import _binary, _is_tile
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import Tensor, View
+from trnsim.nki.tensor_api import alias_tensor
+from trnsim.nki.tensors import View
 
 # GELU's sigmoid approximation x * sigmoid(1.702 x): Hendrycks & Gimpel, "Gaussian Error Linear Units
 # (GELUs)", arXiv:1606.08415, section 2.
@@ -228,18 +229,7 @@ def expand_dims(x, axis):
         raise KernelError("err_partition_dim_must_be_first",
                           f"nl.expand_dims(axis=0) on an on-chip tile {fmt_shape(v.shape)} would move the partition "
                           "dimension", "insert the new axis at 1 or later")
-    if v.adv is not None or not v.is_full():
-        raise KernelError("err_unsupported_view", f"nl.expand_dims of the partial access {v!r}",
-                          "expand the whole tensor, then index the expanded view")
-    shape = tuple(v.shape[:ax]) + (1,) + tuple(v.shape[ax:])
-    new = Tensor(None, shape, t.dtype_name, t.buffer, t.name, pdim=0, kind=t.kind, alloc_id=t.alloc_id,
-                 data=None if t.data is None else t.data.reshape(shape))
-    if t.acc is not None:
-        new.acc = t.acc.reshape(shape)
-    new.mutable = t.mutable
-    new.depth = t.depth
-    new.root = t.root or t
-    return new
+    return alias_tensor(v, tuple(v.shape[:ax]) + (1,) + tuple(v.shape[ax:]), api="nl.expand_dims")
 
 
 def gather_flattened(data, indices, axis=0, dtype=None, **kwargs):
