@@ -9,7 +9,7 @@ the storage and allocation of the tensor (trnsim represents it as a tensor alias
 applies to a whole tensor, not to a slice of one). Strides are in elements; on-chip tensors have stride 0 on the
 partition dimension (partitions are separate memories).
 
-This module sits in layer 1 with :mod:`trnsim.nki.tensors` and imports it only inside functions.
+This module sits below :mod:`trnsim.nki.tensors` (which derives its classes from the mixin) and never imports it.
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ from trnsim.nki.rules import KernelError, fmt_shape
 
 def _view_of(x):
     """The View of a Tensor (full view) or the View itself (following a retargeted temp to its destination)."""
-    from trnsim.nki.tensors import Tensor
-    v = x.full_view() if isinstance(x, Tensor) else x
+    v = x.full_view() if hasattr(x, "full_view") else x
     t = v.tensor
     if t.alias is not None:
         v = t.alias
@@ -59,7 +58,6 @@ def _no_partition(x, d: int, api: str) -> None:
 def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
     """A tensor sharing the storage and allocation of the whole tensor behind ``x`` with a new shape (and dtype).
     Same bytes per partition; on-chip tensors keep their partition count."""
-    from trnsim.nki.tensors import Tensor
     v = _view_of(x)
     t = v.tensor
     if v.adv is not None or not v.is_full():
@@ -85,7 +83,7 @@ def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
         if dname != t.dtype_name:
             data = np.ascontiguousarray(data).view(dt.storage_dtype(dname))
         data = data.reshape(shape)
-    new = Tensor(t.ctx if t.buffer == "hbm" else None, shape, dname, t.buffer, t.name, kind=t.kind,
+    new = type(t)(t.ctx if t.buffer == "hbm" else None, shape, dname, t.buffer, t.name, kind=t.kind,
                  alloc_id=t.alloc_id, data=data)
     if t.acc is not None and dname == t.dtype_name:
         new.acc = t.acc.reshape(shape)
@@ -176,15 +174,14 @@ class NkiTensorMethods:
     def select(self, dim: int, index):
         """Remove dimension ``dim`` by taking element ``index``: an int, or a [1, 1] integer tile whose value is
         read when the kernel runs (dynamic select, not on the partition dim of an on-chip tensor)."""
-        from trnsim.nki.tensors import Broadcast, Tensor, View
         v = _view_of(self)
         d = _dim(v, dim, "select")
-        if isinstance(index, (Tensor, View, Broadcast)):
+        if hasattr(index, "tensor") and hasattr(index, "shape"):   # a tile
             _no_partition(v, d, "dynamic select")
-            iv = _view_of(index)
-            if tuple(iv.shape) != (1, 1) or dt.is_float(iv.tensor.dtype_name):
+            iv = _view_of(index) if hasattr(index, "ranges") or hasattr(index, "full_view") else None
+            if iv is None or tuple(iv.shape) != (1, 1) or dt.is_float(iv.tensor.dtype_name):
                 raise KernelError("err_invalid_index", f"dynamic select index must be a [1, 1] integer tile, got "
-                                  f"{fmt_shape(iv.shape)} {iv.tensor.dtype_name}", "load the index into an nl.int32 "
+                                  f"{fmt_shape(index.shape)} {index.tensor.dtype_name}", "load the index into an nl.int32 "
                                   "[1, 1] SBUF tile")
             if iv.tensor.data is None:
                 raise KernelError("err_dynamic_value_unknown", "dynamic select needs the index value, which a "
@@ -205,7 +202,6 @@ class NkiTensorMethods:
 
     def broadcast(self, dim: int, size: int):
         """Repeat the size-1 dimension ``dim`` ``size`` times (a read-only broadcast access; no copy)."""
-        from trnsim.nki.tensors import Broadcast
         v = _view_of(self)
         d = _dim(v, dim, "broadcast")
         _no_partition(v, d, "broadcast")
@@ -213,7 +209,7 @@ class NkiTensorMethods:
             raise KernelError("err_invalid_broadcast", f"broadcast(dim={d}) of {fmt_shape(v.shape)}: only a size-1 "
                               "dimension can be broadcast", "select or slice the dimension down to size 1 first")
         shape = tuple(int(size) if k == d else s for k, s in enumerate(v.shape))
-        return Broadcast(v, shape)
+        return v.broadcast_to(shape)
 
     # ------------------------------------------------------------------ re-shaping views (whole tensors)
     def expand_dim(self, dim: int):
