@@ -20,7 +20,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from trnsim.nki import dtypes as _dt
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.ops import op_name
 from trnsim.nki.language.types import NKIObject
@@ -146,7 +145,8 @@ def _check_spaces(api: str, srcs, dsts, hbm_only: bool = False, single: bool = F
                           f"{api})", "allocate them with nl.ndarray(..., buffer=nl.shared_hbm)")
     if space == "sbuf" and len(srcs) > 1:
         raise KernelError("err_collective_coalesced_sbuf", f"{api}: {len(srcs)} SBUF tensors in one call; coalesced "
-                          "collectives (several tensors) need HBM tensors", "issue one call per SBUF tensor, or use HBM")
+                          "collectives (several tensors) need HBM tensors",
+                          "issue one call per SBUF tensor, or use HBM")
     if single and len(srcs) != 1:
         raise KernelError("err_collective_coalesced_unsupported", f"{api}: {len(srcs)} tensors in one call; "
                           f"{api} takes exactly one source and one destination", "issue one call per tensor")
@@ -218,8 +218,9 @@ def _check_same_shapes(api, arrivals, what="source"):
         if first is None:
             first = a
         elif a.key != first.key:
-            raise KernelError("err_collective_mismatch", f"{api}: ranks {first.rank} and {a.rank} call it with different "
-                              f"arguments ({first.key[2:]} vs {a.key[2:]})",
+            raise KernelError("err_collective_mismatch",
+                              f"{api}: ranks {first.rank} and {a.rank} call it with different arguments"
+                              f" ({first.key[2:]} vs {a.key[2:]})",
                               "every rank of a sub-group must pass tensors of the same shapes and the same options")
 
 

@@ -89,7 +89,8 @@ FLOAT_NAMES = frozenset({"float32", "float16", "bfloat16", "float8_e4m3", "float
 X4_NAMES = frozenset(_X4_OBJECTS)
 FP8_NAMES = frozenset({"float8_e4m3", "float8_e4m3fn", "float8_e5m2"})
 # float widths in bits, for promotion
-_FLOAT_BITS = {"float8_e8m0fnu": 8, "float8_e4m3": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16,
+_FLOAT_BITS = {"float8_e8m0fnu": 8,
+               "float8_e4m3": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16,
                "tfloat32": 32, "float32": 32}
 
 

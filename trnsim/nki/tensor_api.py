@@ -75,8 +75,9 @@ def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
         raise KernelError("err_unsupported_reshape", f"{api}: {fmt_shape(shape)} {dname} does not cover the "
                           f"{fmt_shape(t.shape)} {t.dtype_name} storage", "keep the byte count the same")
     if t.buffer != "hbm" and shape[0] != t.shape[0]:
-        raise KernelError("err_partition_dim_must_be_first", f"{api}: {fmt_shape(t.shape)} -> {fmt_shape(shape)} changes "
-                          "the partition count of an on-chip tensor", "keep dim 0 unchanged")
+        raise KernelError("err_partition_dim_must_be_first",
+                          f"{api}: {fmt_shape(t.shape)} -> {fmt_shape(shape)} changes the partition count of an "
+                          "on-chip tensor", "keep dim 0 unchanged")
     data = None
     if t.data is not None:
         data = t.data
@@ -181,8 +182,8 @@ class NkiTensorMethods:
             iv = _view_of(index) if hasattr(index, "ranges") or hasattr(index, "full_view") else None
             if iv is None or tuple(iv.shape) != (1, 1) or dt.is_float(iv.tensor.dtype_name):
                 raise KernelError("err_invalid_index", f"dynamic select index must be a [1, 1] integer tile, got "
-                                  f"{fmt_shape(index.shape)} {index.tensor.dtype_name}", "load the index into an nl.int32 "
-                                  "[1, 1] SBUF tile")
+                                  f"{fmt_shape(index.shape)} {index.tensor.dtype_name}",
+                                  "load the index into an nl.int32 [1, 1] SBUF tile")
             if iv.tensor.data is None:
                 raise KernelError("err_dynamic_value_unknown", "dynamic select needs the index value, which a "
                                   "timing-only trace does not compute", "trace with numerics=True")

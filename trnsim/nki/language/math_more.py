@@ -11,7 +11,6 @@ as ``op=`` arguments too (``nisa.activation(op=nl.tan, ...)``, ``nisa.tensor_sca
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
