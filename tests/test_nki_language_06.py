@@ -520,3 +520,15 @@ def test_nki_tensor_view_reinterprets_bytes():
     with pytest.raises(KernelError) as e:
         _run(lambda w, f: nl.load(f)[:, 0:3].view(nl.float32), words, np.zeros((4, 3), np.uint8))
     _rule(e, "err_unsupported_reshape")
+
+
+def test_x4_fill_only_zero():
+    def kern(x):
+        out = nl.ndarray((4, 4), dtype=nl.float4_e2m1fn_x4, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((4, 4), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf))
+        return out
+    got, _ = _run(kern, np.zeros((1, 1), np.float32))
+    assert got.dtype == np.uint16 and not got.any()
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.full((4, 4), 1.0, dtype=nl.float8_e5m2_x4, buffer=nl.sbuf), np.zeros((1, 1), np.float32))
+    _rule(e, "err_unsupported_dtype")
