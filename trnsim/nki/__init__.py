@@ -27,8 +27,9 @@ NKI compiler directives. NKI Beta 1 (``neuronxcc.nki``) lives outside, in :mod:`
 
 The public NKI 0.6 top level is ``jit`` and ``simulate``. trnsim adds ``KernelError`` (every broken
 rule), ``trace_kernel`` (outputs and the instruction :class:`Trace` that ``trnsim.perf`` schedules),
-``Kernel`` and ``default_target``. Beta 1 names (``simulate_kernel``, ``profile``, ``benchmark``,
-``baremetal``) raise an error naming their current form.
+``Kernel``, ``default_target``, and ``simulate_ranks`` / ``trace_ranks`` (one kernel instance per rank,
+``nki.collectives`` exchanging data between them; :mod:`trnsim.nki.ranks`). Beta 1 names
+(``simulate_kernel``, ``profile``, ``benchmark``, ``baremetal``) raise an error naming their current form.
 """
 from __future__ import annotations
 
