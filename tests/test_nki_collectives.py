@@ -356,3 +356,20 @@ def test_timing_only_trace_has_collective_records():
     for tr in traces:
         (rec,) = [i for i in tr.instructions if i.engine == "collective"]
         assert rec.opcode == "all_gather" and rec.bytes_moved == 8 * 16 * 4
+
+
+def test_priority_and_name_are_checked_and_recorded():
+    rg = ncc.ReplicaGroup([[0, 1]])
+
+    def kern(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ncc.all_reduce(srcs=[x], dsts=[out], replica_group=rg, op=nl.add, priority=1, name="grad_sync")
+        return out
+    k = nki.jit(kern, target="trn3")
+    outs = nki.simulate_ranks(k, 2, [(np.ones((2, 2), np.float32),)] * 2)
+    np.testing.assert_array_equal(outs[0], 2 * np.ones((2, 2)))
+    (rec,) = [i for i in k.last_rank_traces[1].instructions if i.engine == "collective"]
+    assert rec.attrs["priority"] == 1 and rec.attrs["name"] == "grad_sync"
+    with pytest.raises(KernelError) as e:
+        nki.simulate_ranks(nki.jit(kern, target="trn2"), 2, [(np.ones((2, 2), np.float32),)] * 2)
+    _rule(e, "err_unsupported_on_target")

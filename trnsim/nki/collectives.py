@@ -13,6 +13,8 @@ model; this package never imports it.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import threading
 from dataclasses import dataclass, field
@@ -175,8 +177,40 @@ def _as32(a: np.ndarray, dname: str) -> np.ndarray:
     return a.astype(np.float32) if a.dtype != np.float32 else a
 
 
+def _check_priority(priority, api: str) -> None:
+    if priority is None:
+        return
+    if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or not 0 <= int(priority) <= 3:
+        raise KernelError("err_invalid_arguments", f"{api}: priority={priority!r} is a DMA QoS level 0..3 (lower is "
+                          "higher priority)", "pass priority=0, 1, 2 or 3, or leave it None")
+    ctx = current()
+    if ctx.limits.neuroncore_version in ("NC-v2", "NC-v3"):
+        raise KernelError("err_unsupported_on_target", f"{api}: priority= needs NeuronCore-v4 (trn3); this kernel "
+                          f"targets {ctx.target}", "drop priority= or target trn3")
+
+
+def _with_options(fn):
+    """Check the ``priority`` / ``name`` arguments every collective takes and record them on its trace record."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        priority, name = bound.arguments.get("priority"), bound.arguments.get("name")
+        _check_priority(priority, fn.__name__)
+        _RANK.options = {k: v for k, v in (("priority", priority), ("name", name)) if v is not None}
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _RANK.options = None
+    return wrapper
+
+
 def _emit(api: str, reads, writes, attrs: dict, nbytes: int) -> None:
     ctx = current()
+    opts = getattr(_RANK, "options", None)
+    if opts:
+        attrs.update(opts)
     ref = writes[0] if writes else reads[0]
     P = ref.shape[0] if ref.shape else 1
     free = int(math.prod(ref.shape[1:])) if len(ref.shape) > 1 else 1
@@ -226,6 +260,7 @@ def _check_same_shapes(api, arrivals, what="source"):
 
 # ----------------------------------------------------------------------------- collectives
 
+@_with_options
 def all_reduce(srcs, dsts, replica_group, op, priority: Optional[int] = None, name: Optional[str] = None) -> None:
     """Every rank of each sub-group gets ``op`` (add / minimum / maximum) over the sub-group of each source;
     a list of tensors is a coalesced all-reduce (HBM only)."""
@@ -261,6 +296,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority: Optional[int] = None, na
     _emit(api, sv, dvs, {"op": opn, "space": space, **_group_attrs(rg, members)}, _nbytes(sv))
 
 
+@_with_options
 def all_gather(srcs, dsts, replica_group, collective_dim: int, priority: Optional[int] = None,
                name: Optional[str] = None) -> None:
     """Every rank gets the sources of its sub-group concatenated along ``collective_dim`` in sub-group order
@@ -303,6 +339,7 @@ def all_gather(srcs, dsts, replica_group, collective_dim: int, priority: Optiona
           _nbytes(sv))
 
 
+@_with_options
 def reduce_scatter(srcs, dsts, replica_group, collective_dim: int, op, priority: Optional[int] = None,
                    name: Optional[str] = None) -> None:
     """Each source is split along dim 0 into one chunk per sub-group rank; the rank at position k gets ``op``
@@ -348,6 +385,7 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim: int, op, priority:
     _emit(api, sv, dvs, {"op": opn, "collective_dim": 0, "space": space, **_group_attrs(rg, members)}, _nbytes(sv))
 
 
+@_with_options
 def all_to_all(srcs, dsts, replica_group, collective_dim: int, priority: Optional[int] = None,
                name: Optional[str] = None) -> None:
     """Each source is split along dim 0 into one chunk per sub-group rank; chunk k goes to the rank at position
@@ -476,6 +514,7 @@ def _v_collective(api, srcs, dsts, replica_group, metadata_tensor, recv_counts_k
                                  "has_rdispls": bool(has_rdispls), **_group_attrs(rg, members)}, nbytes)
 
 
+@_with_options
 def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
                  has_rdispls: bool = False, priority: Optional[int] = None, name: Optional[str] = None) -> None:
     """Variable-length all-gather over flat buffers: each rank broadcasts ``src[send_displ : send_displ +
@@ -484,6 +523,7 @@ def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: 
     _v_collective("all_gather_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls, False)
 
 
+@_with_options
 def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
                  has_rdispls: bool = False, priority: Optional[int] = None, name: Optional[str] = None) -> None:
     """All-to-all with per-destination counts known at run time: rank j sends ``src[send_displs[k] :
@@ -492,6 +532,7 @@ def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: 
     _v_collective("all_to_all_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls, True)
 
 
+@_with_options
 def collective_permute(srcs, dsts, source_target_pairs, priority: Optional[int] = None,
                        name: Optional[str] = None) -> None:
     """Send the source of rank ``s`` to the destination of rank ``t`` for each pair ``(s, t)`` (HBM, one tensor).
@@ -597,6 +638,7 @@ def _ring(api, srcs_list, dsts_by_channel, replica_group, channel_ids, op=None):
           _nbytes(dvs))
 
 
+@_with_options
 def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group, channel_ids=(0,),
                                 priority: Optional[int] = None, name: Optional[str] = None) -> None:
     """Ring step: every rank sends its source to its successor in the sub-group and receives its predecessor's
@@ -605,6 +647,7 @@ def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group,
           channel_ids)
 
 
+@_with_options
 def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel, replica_group, op,
                                        channel_ids=(0,), priority: Optional[int] = None,
                                        name: Optional[str] = None) -> None:
