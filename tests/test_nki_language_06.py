@@ -532,3 +532,33 @@ def test_x4_fill_only_zero():
     with pytest.raises(KernelError) as e:
         _run(lambda x: nl.full((4, 4), 1.0, dtype=nl.float8_e5m2_x4, buffer=nl.sbuf), np.zeros((1, 1), np.float32))
     _rule(e, "err_unsupported_dtype")
+
+
+def test_shared_constant_array_and_npy(tmp_path):
+    table = RNG.normal(size=(4, 8)).astype(np.float32)
+    path = tmp_path / "table.npy"
+    np.save(path, table)
+
+    def kern(x):
+        out = nl.ndarray((2, 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        c1 = nl.shared_constant(table)
+        c2 = nl.shared_constant(str(path))
+        nl.store(out[0], nl.add(nl.load(c1), nl.load(x)))
+        nisa.dma_copy(dst=out[1], src=c2)
+        return out
+    x = RNG.normal(size=(4, 8)).astype(np.float32)
+    got, tr = _run(kern, x)
+    np.testing.assert_allclose(got[0], table + x, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], table)
+    assert isinstance(nl.tile_size, nl._TileSize)
+
+    def writes_constant(x):
+        c = nl.shared_constant(table)
+        nisa.dma_copy(dst=c, src=x)
+        return x
+    with pytest.raises(KernelError) as e:
+        _run(writes_constant, x)
+    _rule(e, "err_cannot_update_immutable_parameter")
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.shared_constant(table.astype(np.float64)), x)
+    _rule(e, "err_unsupported_dtype")

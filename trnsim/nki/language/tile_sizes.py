@@ -1,12 +1,13 @@
 """``nl.tile_size``: the per-target tile constants (read from the hardware catalog)."""
 from __future__ import annotations
 
+from trnsim.nki.language.types import NKIObject
 from trnsim.nki.rules import limits_for
 
 
 # ----------------------------------------------------------------------------- tile_size
 
-class _TileSize:
+class _TileSize(NKIObject):
     """``nl.tile_size``: per-target tile constants (current kernel's target; trn1 outside a kernel)."""
 
     def _lim(self):
