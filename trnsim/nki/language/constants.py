@@ -38,8 +38,8 @@ def shared_constant(constant, **kwargs) -> Tensor:
         dname = str(constant.dtype)
     if dname not in SUPPORTED or constant.ndim == 0:
         raise KernelError("err_unsupported_dtype",
-                          f"shared_constant of {fmt_shape(constant.shape)} {constant.dtype}: supported element types are "
-                          f"{', '.join(SUPPORTED)} (at least 1-D)",
+                          f"shared_constant of {fmt_shape(constant.shape)} {constant.dtype}: supported element types "
+                          f"are {', '.join(SUPPORTED)} (at least 1-D)",
                           "convert on the host, e.g. constant.astype(np.float32)")
     t = Tensor(ctx, constant.shape, dname, "hbm", "shared_constant", kind="input",
                data=np.array(constant, copy=True) if ctx.numerics else None)
