@@ -373,3 +373,73 @@ def test_priority_and_name_are_checked_and_recorded():
     with pytest.raises(KernelError) as e:
         nki.simulate_ranks(nki.jit(kern, target="trn2"), 2, [(np.ones((2, 2), np.float32),)] * 2)
     _rule(e, "err_unsupported_on_target")
+
+
+def _rg4():
+    return ncc.ReplicaGroup([[0, 1, 2, 3]])
+
+
+def _k_all_gather_dim1(x):
+    out = nl.ndarray((x.shape[0], 4 * x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[x], dsts=[out], replica_group=_rg4(), collective_dim=1)
+    return out
+
+
+def _k_reduce_scatter_uneven(x):
+    out = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.reduce_scatter(srcs=[x], dsts=[out], replica_group=_rg4(), collective_dim=0, op=nl.add)
+    return out
+
+
+def _k_all_to_all_sbuf(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_to_all(srcs=[nl.load(x)], dsts=[out], replica_group=_rg4(), collective_dim=0)
+    return x
+
+
+def _k_all_to_all_v_bad_meta(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    meta = nl.ndarray((2, 4), dtype=nl.uint32, buffer=nl.shared_hbm)
+    ncc.all_to_all_v(srcs=[x], dsts=[out], replica_group=_rg4(), metadata_tensor=meta)
+    return out
+
+
+def _k_permute_two_sources(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.collective_permute(srcs=[x], dsts=[out], source_target_pairs=[(0, 1), (2, 1)])
+    return out
+
+
+def _k_ring_bad_channels(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[out]], replica_group=_rg4(),
+                                    channel_ids=[1])
+    return out
+
+
+def _k_ring_reduce_bad_op(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.collective_permute_implicit_reduce(srcs0_by_channel=[[x]], srcs1_by_channel=[[x]], dsts_by_channel=[[out]],
+                                           replica_group=_rg4(), op=nl.subtract)
+    return out
+
+
+def _k_processing_rank_bad_channel(x):
+    ncc.collective_permute_implicit_current_processing_rank_id(0, _rg4(), channel_id=-1)
+    return x
+
+
+@pytest.mark.parametrize("kern, rule", [
+    (_k_all_gather_dim1, "err_invalid_collective_dim"),
+    (_k_reduce_scatter_uneven, "err_shape_mismatch"),
+    (_k_all_to_all_sbuf, "err_unsupported_memory"),
+    (_k_all_to_all_v_bad_meta, "err_invalid_metadata"),
+    (_k_permute_two_sources, "err_invalid_arguments"),
+    (_k_ring_bad_channels, "err_invalid_channel_ids"),
+    (_k_ring_reduce_bad_op, "err_unsupported_op"),
+    (_k_processing_rank_bad_channel, "err_invalid_channel_ids"),
+])
+def test_rule_per_collective(kern, rule):
+    with pytest.raises(KernelError) as e:
+        nki.simulate_ranks(kern, 4, [(np.ones((6, 4), np.float32),)] * 4)
+    _rule(e, rule)

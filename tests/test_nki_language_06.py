@@ -562,3 +562,31 @@ def test_shared_constant_array_and_npy(tmp_path):
     with pytest.raises(KernelError) as e:
         _run(lambda x: nl.shared_constant(table.astype(np.float64)), x)
     _rule(e, "err_unsupported_dtype")
+
+
+def test_more_rules_and_e8m0_numerics():
+    x = np.ones((4, 4), np.float32)
+    with pytest.raises(KernelError) as e:
+        _run(_binary_kernel(nl.abs_min), x, x, target="trn2")
+    _rule(e, "err_unsupported_on_target")
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.gelu_apprx_sigmoid(x), x)       # an HBM tensor, not an on-chip tile
+    _rule(e, "err_unsupported_memory")
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.NkiTensor((2, 2), nl.float32, object()), x)
+    _rule(e, "err_unsupported_storage")
+    with pytest.raises(KernelError) as e:
+        _run(lambda x: nl.average(x, x), x)
+    _rule(e, "err_unsupported_op")
+    # float8_e8m0fnu holds powers of two: storing rounds to a power of two (ml_dtypes rounding)
+    v = np.array([[0.3, 1.0, 3.0, 1000.0]], np.float32)
+
+    def kern(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t, src=nl.load(x))
+        nl.store(out, nl.copy(t, dtype=nl.float32))
+        return out
+    got, _ = _run(kern, v)
+    np.testing.assert_array_equal(got, v.astype(ml_dtypes.float8_e8m0fnu).astype(np.float32))
+    assert np.all(np.log2(got) == np.round(np.log2(got)))
