@@ -12,8 +12,9 @@ from trnsim.nki import KernelError
 
 PKG = pathlib.Path(nki.__file__).parent
 # layer rank of each module (a module may import only modules of a lower rank, or of its own package level)
-RANK = {"dtypes": 0, "rules": 0, "trace": 0, "_blas": 0, "typing": 1, "tensors": 1, "context": 2, "isa": 3,
-        "language": 4, "compiler": 4, "runtime": 5, "__init__": 6}
+RANK = {"rules": 0, "trace": 0, "_blas": 0, "packed": 0, "dtypes": 0.5, "tensor_api": 0.75, "typing": 1, "tensors": 1,
+        "context": 2, "isa": 3, "language": 4, "compiler": 4, "collectives": 5, "runtime": 5, "ranks": 6,
+        "__init__": 7}
 
 
 def _rank(rel: pathlib.Path) -> int:

@@ -27,13 +27,16 @@ NKI compiler directives. NKI Beta 1 (``neuronxcc.nki``) lives outside, in :mod:`
 
 The public NKI 0.6 top level is ``jit`` and ``simulate``. trnsim adds ``KernelError`` (every broken
 rule), ``trace_kernel`` (outputs and the instruction :class:`Trace` that ``trnsim.perf`` schedules),
-``Kernel`` and ``default_target``. Beta 1 names (``simulate_kernel``, ``profile``, ``benchmark``,
-``baremetal``) raise an error naming their current form.
+``Kernel``, ``default_target``, and ``simulate_ranks`` / ``trace_ranks`` (one kernel instance per rank,
+``nki.collectives`` exchanging data between them; :mod:`trnsim.nki.ranks`). Beta 1 names
+(``simulate_kernel``, ``profile``, ``benchmark``, ``baremetal``) raise an error naming their current form.
 """
 from __future__ import annotations
 
 from trnsim.nki import isa, language, typing  # noqa: F401
 from trnsim.nki import compiler  # noqa: F401
+from trnsim.nki import collectives  # noqa: F401
+from trnsim.nki.ranks import simulate_ranks, trace_ranks  # noqa: F401
 from trnsim.nki.rules import TARGETS, KernelError, RemovedApiError, limits_for, removed_api  # noqa: F401
 from trnsim.nki.runtime import Kernel, default_target, jit, simulate, trace_kernel  # noqa: F401
 from trnsim.nki.trace import Allocation, Instruction, Operand, Region, Trace  # noqa: F401
@@ -53,4 +56,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["jit", "simulate", "trace_kernel", "Kernel", "KernelError", "Trace", "Instruction", "Operand", "Region",
-           "Allocation", "isa", "language", "typing", "compiler", "default_target", "limits_for"]
+           "Allocation", "isa", "language", "typing", "compiler", "collectives", "simulate_ranks", "trace_ranks",
+           "default_target", "limits_for"]

@@ -183,6 +183,13 @@ def cast(values: np.ndarray, name: str) -> np.ndarray:
     st = _STORAGE[name]
     if values.dtype == st:
         return values
+    if name in PACKED:   # packed words are written raw (DMA, quantize_mx); only zero fills convert
+        if values.dtype.kind in "iu" or not np.any(values):
+            return np.zeros(values.shape, dtype=st) if values.dtype.kind == "f" else values.astype(st)
+        from trnsim.nki.rules import KernelError
+        raise KernelError("err_unsupported_dtype", f"{name} holds packed words (four narrow floats each); a "
+                          "computed float value cannot be written into it", "quantize with nisa.quantize_mx, or pack "
+                          "on the host with trnsim.nki.packed.pack_x4 and DMA the words in")
     if st.kind in "iu" and values.dtype.kind == "f":
         info = np.iinfo(st)
         with np.errstate(invalid="ignore"):
@@ -246,3 +253,6 @@ def compute_dtype(name: str) -> np.dtype:
 
 ALL_DTYPE_NAMES = tuple(_STORAGE)
 _ITEMSIZE = {n: (4 if n == "tfloat32" else d.itemsize) for n, d in _STORAGE.items()}
+
+# Names of the x4 packed MX types (``nl.float8_e5m2_x4`` ...), as used by the language layer.
+X4_NAMES = frozenset(PACKED)

@@ -20,6 +20,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.dtypes import dtype_name as _dtype_name
 from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensor_api import NkiTensorMethods
 
 BUFFERS = ("sbuf", "psum", "hbm")
 
@@ -318,7 +319,7 @@ def _layout(shape: tuple, pdim: int, hbm: bool):
     return lay
 
 
-class Tensor:
+class Tensor(NkiTensorMethods):
     """One allocation. ``shape`` in elements; ``pdim`` is the partition dimension of on-chip tensors."""
     depth = 0   # number of NKI loops enclosing the tensor's creation
     # per-instance state with class-level defaults (tracing creates many tensors; set only when changed)
@@ -462,7 +463,7 @@ def _rt() -> _Hooks:
     return HOOKS
 
 
-class View:
+class View(NkiTensorMethods):
     """An access to part of a tensor.
 
     ``ranges`` (basic form) has one entry per tensor dim: ``("i", k)`` integer index, or

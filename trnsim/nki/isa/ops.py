@@ -80,7 +80,7 @@ ALU: dict[str, Any] = {
     "logical_xor": _cmp(lambda a, b: (a != 0) ^ (b != 0)),
     "bitwise_and": _intop(np.bitwise_and), "bitwise_or": _intop(np.bitwise_or),
     "bitwise_xor": _intop(np.bitwise_xor), "left_shift": _intop(np.left_shift),
-    "right_shift": _intop(np.right_shift), "mod": np.mod, "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "right_shift": _intop(np.right_shift), "mod": np.mod, "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
 }
 
 # reduction ops over free axes

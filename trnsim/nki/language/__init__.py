@@ -24,6 +24,13 @@ from trnsim.nki.language.control import *  # noqa: F401,F403
 from trnsim.nki.language.creation import *  # noqa: F401,F403
 from trnsim.nki.language.memory import *  # noqa: F401,F403
 from trnsim.nki.language.compute import *  # noqa: F401,F403
+from trnsim.nki.language.types import *  # noqa: F401,F403
+from trnsim.nki.language.queries import *  # noqa: F401,F403
+from trnsim.nki.language.math_more import *  # noqa: F401,F403
+from trnsim.nki.language.random_numbers import *  # noqa: F401,F403
+from trnsim.nki.language.loops import *  # noqa: F401,F403
+from trnsim.nki.language.constants import *  # noqa: F401,F403
+from trnsim.nki.language.tile_sizes import _TileSize  # noqa: F401
 from trnsim.nki.language import assign as _assign, compute as _compute
 from trnsim.nki.rules import removed_api as _removed_api
 from trnsim.nki.tensors import HOOKS as _HOOKS
