@@ -37,6 +37,7 @@ from trnsim.nki import compiler  # noqa: F401
 from trnsim.nki.rules import TARGETS, KernelError, RemovedApiError, limits_for, removed_api  # noqa: F401
 from trnsim.nki.runtime import Kernel, default_target, jit, simulate, trace_kernel  # noqa: F401
 from trnsim.nki.trace import Allocation, Instruction, Operand, Region, Trace  # noqa: F401
+from trnsim.nki.context import UninitializedReadWarning  # noqa: F401
 
 _REMOVED = {
     "simulate_kernel": "nki.simulate(kernel)(*arrays)",

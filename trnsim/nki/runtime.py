@@ -72,8 +72,18 @@ def _mutable_params(func: Callable) -> set[str]:
 
 def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
     from trnsim.nki import typing as nt
+    if isinstance(value, list):
+        raise KernelError("err_kernel_input_list",
+                          f"kernel input `{name}` is a Python list; kernels take numpy arrays (and tuples or numbers "
+                          "for compile-time parameters)",
+                          f"pass a numpy array: np.asarray({name}, dtype=np.float32); for a parameter use a tuple",
+                          location="")
     if isinstance(value, nt.TensorSpec):
+        if not value.shape or any(s < 1 for s in value.shape):
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` spec has shape {list(value.shape)}",
+                              "every dimension must be >= 1", location="")
         t = Tensor(ctx, value.shape, value.dtype_name, "hbm", name, kind="input")
+        ctx.charge_hbm(name, t.shape, t.dtype_name, t.bytes_per_partition)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, t.dtype_name, t.bytes_per_partition, 1, True)
         t.mutable = mutable or not ctx.new_style
         return t, None
@@ -89,6 +99,10 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
                               "float8_e4m3, float8_e5m2)", location="") from None
         if arr.ndim == 0:
             return value, None
+        if arr.size == 0:
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` has shape {list(arr.shape)} (no elements)",
+                              "pass an array with every dimension >= 1", location="")
+        ctx.charge_hbm(name, arr.shape, name_dt, arr.size * dt.itemsize(name_dt))
         t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input",
                    data=np.array(arr, copy=True) if ctx.numerics else None)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, name_dt, t.bytes_per_partition, 1, True)

@@ -100,7 +100,7 @@ def finish(ctx, out_tensor, vals32=None) -> None:
 
 
 def store_result(ctx, dview, vals, mask):
-    dview.tensor.mm_open = False
+    dview.tensor.mm_open = dview.tensor.buffer == "psum"   # a written PSUM location accumulates the next matmul
     ctx.last_mask = mask
     if ctx.numerics:
         if vals.shape != dview.shape:
@@ -108,7 +108,7 @@ def store_result(ctx, dview, vals, mask):
                 np.broadcast_to(vals, dview.shape)
         write(dview, vals, mask)
         if dview.tensor.acc is not None:
-            dview.tensor.acc[dview.npkey()] = False
+            dview.tensor.acc[dview.npkey()] = True if mask is None else (mask | dview.tensor.acc[dview.npkey()])
 
 
 def result_of(dst_given, out_tensor, dview):
