@@ -97,12 +97,22 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
             else:
                 acc_mask = np.full((M, N), bool(accumulate))
             group_start = not bool(np.any(acc_mask))
-            if not group_start:
-                old = read(dview)
-                res_w = np.where(acc_mask, old + res, res)
+            dt_ = dview.tensor
+            if msk is None and dview.adv is None and dt_.data.dtype == np.float32 and \
+                    (group_start or bool(acc_mask.all())):
+                # fast path (whole tile overwritten or accumulated): in place on the fp32 PSUM storage
+                tgt = dt_.data[dview.npkey()]
+                if group_start:
+                    tgt[...] = res.reshape(tgt.shape)
+                else:
+                    tgt += res.reshape(tgt.shape)
             else:
-                res_w = res
-            write(dview, res_w, msk)
+                if not group_start:
+                    old = read(dview)
+                    res_w = np.where(acc_mask, old + res, res)
+                else:
+                    res_w = res
+                write(dview, res_w, msk)
             dview.tensor.acc[dview.npkey()] = True if msk is None else (msk | old_acc)
         else:
             write(dview, res, msk)
