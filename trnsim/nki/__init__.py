@@ -54,4 +54,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["jit", "simulate", "trace_kernel", "Kernel", "KernelError", "Trace", "Instruction", "Operand", "Region",
-           "Allocation", "isa", "language", "typing", "compiler", "default_target", "limits_for"]
+           "Allocation", "isa", "language", "typing", "compiler", "default_target", "limits_for",
+           "UninitializedReadWarning", "RemovedApiError"]
