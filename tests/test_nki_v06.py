@@ -523,3 +523,19 @@ def test_hbm_capacity_comes_from_the_target_catalog():
         nl.ndarray((2 ** 22, 2 ** 20), dtype=nl.float32, buffer=nl.hbm)   # 16 TiB scratch
     with pytest.raises(KernelError, match="err_hbm_over_capacity"):
         _run(body, X)
+
+
+def test_spmd_dim_with_nc2_spreads_one_grid_axis_over_two_physical_cores():
+    @nki.jit
+    def add_block(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i, j = nl.program_id(0), nl.program_id(1)
+        rs, cs = slice(i * 128, (i + 1) * 128), slice(j * 256, (j + 1) * 256)
+        nl.store(out[rs, cs], nl.add(nl.load(a[rs, cs]), nl.load(b[rs, cs])))
+        return out
+    a, b = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal((512, 512)).astype(np.float32)
+    launch = add_block[nl.spmd_dim(2, nl.nc(2)), 2]
+    np.testing.assert_allclose(nki.simulate(launch)(a, b), a + b, rtol=1e-6)
+    trace = add_block.last_trace if launch.last_trace is None else launch.last_trace
+    assert trace.lnc == 2 and trace.grid == (4, 2)
+    assert all(ins.core == ins.program_id[0] % 2 for ins in trace.instructions)
