@@ -380,3 +380,162 @@ def test_access_pattern_rules():
         t.ap([[64, 128], [1, 64]], offset=1)
     with pytest.raises(KernelError, match="err_tensor_access_out_of_bound"):
         _run(out_of_bounds, X)
+
+
+# ------------------------------------------------------------------- silent wrong answers (issue 11 item 6)
+
+def test_psum_accumulation_keeps_a_value_not_written_by_a_matmul():
+    import trnsim.neuronxcc.nki as bnki
+    import trnsim.neuronxcc.nki.language as bnl
+
+    def k(a, b):
+        out = bnl.ndarray((128, 64), dtype=bnl.float32, buffer=bnl.shared_hbm)
+        acc = bnl.full((128, 64), 2.0, dtype=bnl.float32, buffer=bnl.psum)
+        acc += bnl.matmul(bnl.load(a), bnl.load(b), transpose_x=True)
+        bnl.store(out, bnl.copy(acc))
+        return out
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_allclose(bnki.simulate_kernel(k, a, b), a.T @ b + 2.0, rtol=1e-5, atol=1e-4)
+
+
+def test_nc_matmul_accumulates_onto_a_copied_psum_value():
+    @nki.jit
+    def k(a, b, c):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        ps = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=ps, src=nl.load(c))
+        nisa.nc_matmul(dst=ps, stationary=nl.load(a), moving=nl.load(b))   # accumulate=None: location written
+        nl.store(out, nl.copy(ps))
+        return out
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 64)).astype(np.float32)
+    c = rng.standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate(k)(a, b, c), a.T @ b + c, rtol=1e-5, atol=1e-4)
+
+
+def test_transpose_mode_matmul_is_stationary_transposed():
+    @nki.jit
+    def k(x, eye):
+        out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        ps = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=nl.load(x), moving=nl.load(eye), is_transpose=True)
+        nl.store(out, nl.copy(ps))
+        return out
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(k)(x, np.eye(128, dtype=np.float32)), x.T)
+
+
+def test_store_does_not_reshape_a_tile_into_a_same_size_destination():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((64, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))          # [128, 64] into [64, 128]
+        return out
+    with pytest.raises(KernelError, match="err_shape_mismatch") as exc:
+        nki.simulate(k)(X)
+    assert "does not reshape" in str(exc.value)
+
+
+def test_scalar_type_not_value_sets_the_result_dtype():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(nl.divide(nl.load(a), 2.0), dtype=nl.float32))
+        return out
+    ints = np.arange(128 * 4, dtype=np.int32).reshape(128, 4)
+    np.testing.assert_allclose(nki.simulate(k)(ints), ints / 2.0)
+
+
+def test_dst_rmw_op_checks_bounds():
+    import trnsim.neuronxcc.nki as bnki
+    import trnsim.neuronxcc.nki.isa as bnisa
+    import trnsim.neuronxcc.nki.language as bnl
+
+    def k(a):
+        out = bnl.ndarray((128, 64), dtype=bnl.float32, buffer=bnl.shared_hbm)
+        t = bnl.load(a)
+        bnl.store(out, t)
+        bnisa.dma_copy(dst=out[64:192, :], src=t, dst_rmw_op=np.add)
+        return out
+    with pytest.raises(KernelError, match="err_tensor_access_out_of_bound"):
+        bnki.simulate_kernel(k, X)
+
+
+def test_none_operand_is_refused():
+    def body(a, out):
+        nl.store(out, nl.add(nl.load(a), None))
+    with pytest.raises(KernelError, match="err_operand_type"):
+        _run(body, X)
+
+
+def test_reading_memory_nothing_wrote_warns_with_the_line():
+    def body(a, out):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nl.store(out, t)
+    with pytest.warns(nki.UninitializedReadWarning, match="before anything wrote it"):
+        _run(body, X)
+
+
+def test_a_python_list_input_asks_for_a_numpy_array():
+    with pytest.raises(KernelError, match="pass a numpy array"):
+        nki.simulate(add_tiles)([[1.0] * 256] * 128, X)
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (128, -1), ()])
+def test_zero_and_negative_shapes_are_kernel_errors(shape):
+    def body(a, out):
+        nl.ndarray(shape, dtype=nl.float32, buffer=nl.sbuf)
+    with pytest.raises(KernelError, match="err_invalid_shape"):
+        _run(body, X)
+
+
+def test_empty_input_array_is_a_kernel_error():
+    with pytest.raises(KernelError, match="err_invalid_shape"):
+        nki.simulate(add_tiles)(np.zeros((0, 256), np.float32), np.zeros((0, 256), np.float32))
+
+
+def test_unsupported_dtype_objects_are_kernel_errors():
+    def body(a, out):
+        nl.ndarray((128, 64), dtype=object, buffer=nl.sbuf)
+    with pytest.raises(KernelError, match="err_unsupported_dtype"):
+        _run(body, X)
+
+
+def test_where_shapes_must_match():
+    def body(a, out):
+        t = nl.load(a)
+        nl.store(out, nl.where(t, t[:, 0:32], 0.0))
+    with pytest.raises(KernelError, match="err_shape_mismatch"):
+        _run(body, X)
+
+
+def test_hbm_capacity_comes_from_the_target_catalog():
+    import trnsim
+    import trnsim.nki.typing as nt
+    cap = trnsim.target("trn2").chip.device_memory_gib * 2 ** 30
+    rows = int(cap // (2 ** 20 * 4)) + 128          # a float32 [rows, 2**20] input just over the device memory
+    with pytest.raises(KernelError, match="err_hbm_over_capacity") as exc:
+        nki.trace_kernel(add_tiles, nt.tensor[[rows, 2 ** 20], nl.float32], nt.tensor[[128, 256], nl.float32])
+    assert f"{trnsim.target('trn2').chip.device_memory_gib:.0f} GiB" in str(exc.value)
+
+    def body(a, out):
+        nl.ndarray((2 ** 22, 2 ** 20), dtype=nl.float32, buffer=nl.hbm)   # 16 TiB scratch
+    with pytest.raises(KernelError, match="err_hbm_over_capacity"):
+        _run(body, X)
+
+
+def test_spmd_dim_with_nc2_spreads_one_grid_axis_over_two_physical_cores():
+    @nki.jit
+    def add_block(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i, j = nl.program_id(0), nl.program_id(1)
+        rs, cs = slice(i * 128, (i + 1) * 128), slice(j * 256, (j + 1) * 256)
+        nl.store(out[rs, cs], nl.add(nl.load(a[rs, cs]), nl.load(b[rs, cs])))
+        return out
+    a, b = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal((512, 512)).astype(np.float32)
+    launch = add_block[nl.spmd_dim(2, nl.nc(2)), 2]
+    np.testing.assert_allclose(nki.simulate(launch)(a, b), a + b, rtol=1e-6)
+    trace = add_block.last_trace if launch.last_trace is None else launch.last_trace
+    assert trace.lnc == 2 and trace.grid == (4, 2)
+    assert all(ins.core == ins.program_id[0] % 2 for ins in trace.instructions)

@@ -31,6 +31,7 @@ tests/test_bench_nki.py.
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from typing import Any
 
@@ -73,6 +74,13 @@ def current() -> "Context":
 
 
 _NO_REORDER_UID = [0]
+
+
+class UninitializedReadWarning(RuntimeWarning):
+    """A kernel read on-chip or HBM memory that nothing had written (undefined values on hardware)."""
+
+
+UninitializedReadWarning.__module__ = "trnsim.nki"
 
 
 class NoReorderBlock:
@@ -148,6 +156,18 @@ class Context:
         self._specs: dict = {}                    # memo of _tile_spec
 
     # ------------------------------------------------------------------ allocation
+    def charge_hbm(self, name: str, shape, dtype_name: str, nbytes: int) -> None:
+        """Account an HBM tensor (kernel input, output or scratch) against the target's device memory; refuse
+        sizes the device cannot hold before any numpy allocation (err_hbm_over_capacity)."""
+        self.hbm_used = getattr(self, "hbm_used", 0) + nbytes
+        cap = self.limits.hbm_bytes
+        if cap and self.hbm_used > cap:
+            raise KernelError("err_hbm_over_capacity",
+                              f"HBM tensor `{name or 'tensor'}`{fmt_shape(shape)} {dtype_name} needs {nbytes:,} bytes; "
+                              f"with the kernel's other HBM tensors that is {self.hbm_used:,} bytes, more than the "
+                              f"{cap / 2 ** 30:.0f} GiB of device memory of a {self.target} chip",
+                              "use smaller tensors (split the problem across kernel launches or devices)")
+
     def new_alloc(self, name: str, buffer: str, shape, dtype_name: str, bpp: int, partitions: int,
                   is_io: bool) -> int:
         aid = len(self.allocs)
@@ -301,7 +321,13 @@ class Context:
             else:
                 t.data = dt.cast(np.full(shape, fill, dtype=np.float32), dtype_name)
             if buffer == "psum":
-                t.acc = np.zeros(shape, dtype=bool)
+                # PSUM "written" mask: where a location holds a value, a matmul with accumulate=None (or
+                # psum += matmul) adds to it; a zero fill is folded into the first matmul (nothing to add)
+                t.acc = np.full(shape, not isinstance(fill, str) and float(fill) != 0.0, dtype=bool)
+        if not isinstance(fill, str):
+            t.written = True
+            if buffer == "psum" and float(fill) != 0.0:
+                t.mm_open = True
         return t
 
     def _flush_peak(self) -> None:
@@ -422,6 +448,20 @@ class Context:
             t._full_op = op
         return op
 
+    def uninitialized_read(self, t: Tensor, opcode: str) -> None:
+        """An instruction reads a tensor nothing has written yet: NKI allows it (the memory holds garbage; the
+        simulator's NaN / 4 fill), so this is an UninitializedReadWarning naming the kernel line, once per tensor."""
+        root = t.root if t.root is not None else t
+        if root.written:
+            return
+        t.written = True   # warn once per tensor
+        loc, src = user_location()
+        warnings.warn(UninitializedReadWarning(
+            f"'{opcode}' reads {t.buffer} tensor {t.name or 'tile'}{fmt_shape(t.shape)} before anything wrote it: its "
+            f"values are undefined (the simulator's {'NaN' if dt.is_float(t.dtype_name) else '4'} fill) at {loc}"
+            + (f": {src}" if src else "") + ". Write it first (nl.zeros / nisa.memset / a load or compute into it)."),
+            stacklevel=2)
+
     def check_live(self, t: Tensor) -> None:
         if t.parked is not None:
             self.recharge(t)
@@ -483,6 +523,8 @@ class Context:
             t = v.tensor
             if not t.live:
                 self.check_live(t)
+            if not t.written and t.kind != "input" and t.alias is None:
+                self.uninitialized_read(t, opcode)
             op = v._op
             if op is None or t.alias is not None:
                 op = self.operand(v)

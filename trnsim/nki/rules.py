@@ -114,6 +114,7 @@ class Limits:
     vector_free_max_sbuf: int | None
     vector_free_max_psum: int | None
     neuroncore_version: str
+    hbm_bytes: int = 0                 # device memory of the chip (catalog device_memory_gib * 2**30)
 
 
 def _pair(v) -> tuple[int, int]:
@@ -135,7 +136,7 @@ def _from_catalog(name: str) -> Limits:
         gemm_moving_fmax=int(tile.gemm_moving_fmax), bn_stats_fmax=int(tile.bn_stats_fmax),
         tensor_transpose_max=_pair(tile.tensor_transpose_max), vector_transpose_max=_pair(tile.vector_transpose_max),
         vector_free_max_sbuf=tile.vector_free_max_sbuf, vector_free_max_psum=tile.vector_free_max_psum,
-        neuroncore_version=str(core.version))
+        neuroncore_version=str(core.version), hbm_bytes=int(float(t.chip.device_memory_gib) * 2 ** 30))
 
 
 @lru_cache(maxsize=None)

@@ -72,8 +72,18 @@ def _mutable_params(func: Callable) -> set[str]:
 
 def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
     from trnsim.nki import typing as nt
+    if isinstance(value, list):
+        raise KernelError("err_kernel_input_list",
+                          f"kernel input `{name}` is a Python list; kernels take numpy arrays (and tuples or numbers "
+                          "for compile-time parameters)",
+                          f"pass a numpy array: np.asarray({name}, dtype=np.float32); for a parameter use a tuple",
+                          location="")
     if isinstance(value, nt.TensorSpec):
+        if not value.shape or any(s < 1 for s in value.shape):
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` spec has shape {list(value.shape)}",
+                              "every dimension must be >= 1", location="")
         t = Tensor(ctx, value.shape, value.dtype_name, "hbm", name, kind="input")
+        ctx.charge_hbm(name, t.shape, t.dtype_name, t.bytes_per_partition)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, t.dtype_name, t.bytes_per_partition, 1, True)
         t.mutable = mutable or not ctx.new_style
         return t, None
@@ -89,6 +99,10 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
                               "float8_e4m3, float8_e5m2)", location="") from None
         if arr.ndim == 0:
             return value, None
+        if arr.size == 0:
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` has shape {list(arr.shape)} (no elements)",
+                              "pass an array with every dimension >= 1", location="")
+        ctx.charge_hbm(name, arr.shape, name_dt, arr.size * dt.itemsize(name_dt))
         t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input",
                    data=np.array(arr, copy=True) if ctx.numerics else None)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, name_dt, t.bytes_per_partition, 1, True)
@@ -136,11 +150,11 @@ def _trim_traceback(exc: BaseException) -> None:
 
 def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2",
                numerics: bool = True, grid: tuple[int, ...] | None = None, name: str | None = None,
-               dialect: str = "nki", lnc: int = 1):
+               dialect: str = "nki", lnc: int = 1, lnc_axis: int = 0):
     """Run ``func`` for every program id of the launch; returns (outputs, Trace).
 
     ``grid``: the SPMD launch grid (``()`` for a single instance); ``lnc``: physical NeuronCores of the
-    logical core (1 or 2); program ``i`` (row-major over the grid) runs on physical core ``i % lnc``.
+    logical core (1 or 2); a program runs on physical core ``program_id[lnc_axis] % lnc``.
     ``dialect``: "nki" (NKI 0.6 rules) or "beta1" (Beta 1 rules, ``trnsim.neuronxcc.nki``)."""
     from trnsim.nki import typing as nt
     if any(isinstance(a, nt.TensorSpec) for a in list(args) + list(kwargs.values())):
@@ -192,7 +206,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         ids = list(np.ndindex(*grid)) if grid else [()]
         for n_pid, pid in enumerate(ids):
             ctx.program_id = tuple(int(p) for p in pid)
-            ctx.core = n_pid % ctx.lnc
+            ctx.core = (pid[lnc_axis] if pid else n_pid) % ctx.lnc
             ctx.shared_pos = 0
             ctx.scopes = [[]]
             ctx.loops = []
@@ -262,7 +276,7 @@ class Kernel:
     """
 
     def __init__(self, func: Callable, grid: tuple[int, ...] | None = None, target: str | None = None,
-                 options: dict | None = None, dialect: str = "nki", lnc: int = 1):
+                 options: dict | None = None, dialect: str = "nki", lnc: int = 1, lnc_axis: int = 0):
         if dialect not in DIALECTS:
             raise ValueError(f"dialect must be one of {DIALECTS}, got {dialect!r}")
         self.func = func
@@ -271,6 +285,7 @@ class Kernel:
         self.options = options or {}
         self.dialect = dialect
         self.lnc = lnc
+        self.lnc_axis = lnc_axis
         self.last_trace: Trace | None = None
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__doc__ = getattr(func, "__doc__", None)
@@ -292,7 +307,8 @@ class Kernel:
             if int(x) < 1:
                 raise KernelError("err_invalid_grid", f"launch grid {tuple(int(v) for v in g)} has a size below 1",
                                   "every grid dimension must be >= 1", location="")
-        return Kernel(self.func, tuple(int(x) for x in g), self.target, self.options, self.dialect, lnc)
+        axis = next((k for k, x in enumerate(g) if int(getattr(x, "lnc", 1)) > 1), 0)
+        return Kernel(self.func, tuple(int(x) for x in g), self.target, self.options, self.dialect, lnc, axis)
 
     def __call__(self, *args, **kwargs):
         if _context._CURRENT is not None:
@@ -302,7 +318,8 @@ class Kernel:
                                   "call the inner kernel without [grid] (it runs inline)")
             return self.func(*args, **kwargs)
         outputs, trace = run_kernel(self.func, args, kwargs, target=self.target or default_target(),
-                                    grid=self.grid, name=self.__name__, dialect=self.dialect, lnc=self.lnc)
+                                    grid=self.grid, name=self.__name__, dialect=self.dialect, lnc=self.lnc,
+                                    lnc_axis=self.lnc_axis)
         self.last_trace = trace
         return outputs
 
@@ -327,7 +344,7 @@ def jit(fn: Callable | None = None, **kwargs) -> Any:
 
     def wrap(f: Callable) -> Kernel:
         if isinstance(f, Kernel):
-            return Kernel(f.func, f.grid, target or f.target, f.options, f.dialect, f.lnc)
+            return Kernel(f.func, f.grid, target or f.target, f.options, f.dialect, f.lnc, f.lnc_axis)
         if not callable(f):
             raise TypeError(f"nki.jit decorates a kernel function, got {type(f).__name__}")
         return Kernel(f, None, target, dict(kwargs))
@@ -358,7 +375,7 @@ def simulate(kernel) -> Callable:
 
     def run(*args, **kwargs):
         outputs, trace = run_kernel(k.func, args, kwargs, target=k.target or default_target(), grid=k.grid,
-                                    name=k.__name__, dialect=k.dialect, lnc=k.lnc)
+                                    name=k.__name__, dialect=k.dialect, lnc=k.lnc, lnc_axis=k.lnc_axis)
         k.last_trace = trace
         if kernel is not k and isinstance(kernel, Kernel):
             kernel.last_trace = trace
@@ -382,4 +399,4 @@ def trace_kernel(kernel, *args, target: str | None = None, numerics: bool = True
         grid = tuple(grid) if isinstance(grid, list) else (int(grid),)
     return run_kernel(k.func, args, kwargs, target=target or k.target or default_target(), numerics=numerics,
                       grid=grid if grid is not None else k.grid, name=k.__name__, dialect=dialect or k.dialect,
-                      lnc=k.lnc if grid is None else 1)
+                      lnc=k.lnc if grid is None else 1, lnc_axis=k.lnc_axis)

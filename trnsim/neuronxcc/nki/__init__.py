@@ -44,14 +44,25 @@ class _Beta1Kernel(Kernel):
                 raise KernelError("err_invalid_grid", f"SPMD grid {tuple(int(v) for v in g)} has a size below 1",
                                   "every grid dimension must be >= 1", location="")
         lnc = max([int(getattr(x, "lnc", 1)) for x in g] + [1])
-        return _Beta1Kernel(self.func, tuple(int(x) for x in g), self.target, self.options, DIALECT, lnc)
+        axis = next((k for k, x in enumerate(g) if int(getattr(x, "lnc", 1)) > 1), 0)
+        return _Beta1Kernel(self.func, tuple(int(x) for x in g), self.target, self.options, DIALECT, lnc, axis)
 
     def __call__(self, *args, **kwargs):
         if self.target is None:
-            return _Beta1Kernel(self.func, self.grid, default_target(), self.options, DIALECT, self.lnc)(*args,
-                                                                                                          **kwargs)
+            return _Beta1Kernel(self.func, self.grid, _launch_target(self), self.options, DIALECT, self.lnc,
+                                self.lnc_axis)(*args, **kwargs)
         out = super().__call__(*args, **kwargs)
         return out
+
+
+def _launch_target(k: Kernel) -> str:
+    """A Beta 1 launch's target: the kernel's, else NEURON_PLATFORM_TARGET_OVERRIDE, else trn1 -- except that an
+    ``nl.nc(2)`` launch (two physical cores, which only NeuronCore-v3+ has) defaults to trn2."""
+    if k.target:
+        return k.target
+    if k.lnc > 1 and not os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip():
+        return "trn2"
+    return default_target()
 
 
 def _beta1(kernel) -> Kernel:
@@ -68,7 +79,7 @@ def jit(func: Callable | None = None, mode: str = "auto", *, target: str | None 
 
     def wrap(f: Callable) -> Kernel:
         if isinstance(f, Kernel):
-            return _Beta1Kernel(f.func, f.grid, target or f.target, f.options, DIALECT, f.lnc)
+            return _Beta1Kernel(f.func, f.grid, target or f.target, f.options, DIALECT, f.lnc, f.lnc_axis)
         return _Beta1Kernel(f, None, target, dict(kwargs), DIALECT)
 
     return wrap(func) if func is not None else wrap
@@ -89,8 +100,8 @@ def simulate_kernel(kernel, *args, **kwargs):
         raise KernelError("err_no_data", "simulate_kernel needs numpy arrays; nt.tensor specs carry no data",
                           "pass numpy arrays, or time the kernel with nki.profile(kernel, spec, ...)", location="")
     k = _beta1(kernel)
-    outputs, trace = run_kernel(k.func, args, kwargs, target=k.target or default_target(), grid=k.grid,
-                                name=k.__name__, dialect=k.dialect, lnc=k.lnc)
+    outputs, trace = run_kernel(k.func, args, kwargs, target=_launch_target(k), grid=k.grid,
+                                name=k.__name__, dialect=k.dialect, lnc=k.lnc, lnc_axis=k.lnc_axis)
     if isinstance(kernel, Kernel):
         kernel.last_trace = trace
     return outputs
@@ -100,7 +111,7 @@ def trace_kernel(kernel, *args, target: str | None = None, numerics: bool = True
     """Run a Beta 1 ``kernel`` and return ``(outputs, Trace)`` (see :func:`trnsim.nki.trace_kernel`)."""
     from trnsim.nki.runtime import trace_kernel as _trace
     k = _beta1(kernel)
-    return _trace(k, *args, target=target or k.target or default_target(), numerics=numerics, grid=grid,
+    return _trace(k, *args, target=target or _launch_target(k), numerics=numerics, grid=grid,
                   dialect=k.dialect, **kwargs)
 
 

@@ -100,7 +100,7 @@ def finish(ctx, out_tensor, vals32=None) -> None:
 
 
 def store_result(ctx, dview, vals, mask):
-    dview.tensor.mm_open = False
+    dview.tensor.mm_open = dview.tensor.buffer == "psum"   # a written PSUM location accumulates the next matmul
     ctx.last_mask = mask
     if ctx.numerics:
         if vals.shape != dview.shape:
@@ -108,7 +108,7 @@ def store_result(ctx, dview, vals, mask):
                 np.broadcast_to(vals, dview.shape)
         write(dview, vals, mask)
         if dview.tensor.acc is not None:
-            dview.tensor.acc[dview.npkey()] = False
+            dview.tensor.acc[dview.npkey()] = True if mask is None else (mask | dview.tensor.acc[dview.npkey()])
 
 
 def result_of(dst_given, out_tensor, dview):
@@ -174,30 +174,36 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     signature = f"{api}(" + ", ".join(n if d is REQUIRED else f"{n}={getattr(d, '__name__', d)!r}"
                                       for n, d in params if n != "name") + ")"
 
+    defaults = {n: d for n, d in params if d is not REQUIRED}
+    required = tuple(n for n, d in params if d is REQUIRED)
+    nameset = frozenset(names) | {"dtype"}
+
     def fn(*args, **kwargs):
         if current().dialect == "beta1":
             return beta1(*args, **kwargs)
         if len(args) > len(names):
             raise KernelError("err_invalid_arguments", f"nisa.{api} takes at most {len(names)} arguments "
                               f"({', '.join(names)}), got {len(args)}",
-                              f"call nisa.{api}({', '.join(n for n, d in params if d is REQUIRED)}, ...)")
-        bound = dict(zip(names, args))
-        out_dtype = kwargs.pop("dtype", None)
-        for k, v in kwargs.items():
-            if k not in names:
+                              f"call nisa.{api}({', '.join(required)}, ...)")
+        bound = dict(defaults)
+        if args:
+            bound.update(zip(names, args))
+        out_dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else None
+        if kwargs:
+            if not nameset.issuperset(kwargs):
+                k = next(k for k in kwargs if k not in nameset)
                 hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
                 raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
-            if k in bound:
+            if args and not set(kwargs).isdisjoint(names[:len(args)]):
+                k = next(k for k in kwargs if k in names[:len(args)])
                 raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
-            bound[k] = v
-        for n, d in params:
+            bound.update(kwargs)
+        for n in required:
             if n not in bound:
-                if d is REQUIRED:
-                    raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
-                                      f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
-                                      "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
-                                      "value-returning calls run under import trnsim.neuronxcc.nki")
-                bound[n] = d
+                raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
+                                  f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
+                                  "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
+                                  "value-returning calls run under import trnsim.neuronxcc.nki")
         if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
             want, have = dt.dtype_name(out_dtype), as_view(bound["dst"]).tensor.dtype_name
             if want != have:

@@ -9,9 +9,14 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
-from trnsim.nki.rules import KernelError
+from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, View, check_bounds, mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+def _squeezed(shape) -> tuple:
+    """``shape`` without its size-1 dimensions (a [128, 1] column and a [128] vector are the same data)."""
+    return tuple(int(x) for x in shape if x != 1)
 
 
 def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
@@ -36,7 +41,13 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
         check_bounds(s, m if ss == ds else None)
     if type(d) is not View or d.adv is not None or d.ranges is not dt_._full_ranges:
         check_bounds(d, m)
-    if ds != ss and math.prod(ds) != math.prod(ss):
+    if ds != ss and _squeezed(ds) != _squeezed(ss):
+        if math.prod(ds) == math.prod(ss):
+            raise KernelError("err_shape_mismatch",
+                              f"'{api}' moves {fmt_shape(ss)} into {fmt_shape(ds)}: same element count, different shape "
+                              "(a DMA copies element for element; it does not reshape)",
+                              "index the destination to the source's shape, or reshape the HBM tensor explicitly "
+                              "(t.reshape(...))")
         check_assign_shape(d, ss, api)
     if ctx.numerics:
         if m is not None and ss == ds:
@@ -83,6 +94,11 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
         ctx = current()
         d, s = as_view(dst), as_view(src)
         name = op_name(dst_rmw_op)
+        check_bounds(s, None)
+        check_bounds(d, None)
+        if _squeezed(d.shape) != _squeezed(s.shape):
+            raise KernelError("err_shape_mismatch", f"dma_copy(dst_rmw_op=...) source {fmt_shape(s.shape)} and "
+                              f"destination {fmt_shape(d.shape)} differ", "copy between accesses of the same shape")
         if ctx.numerics:
             m = mask_array(mask, tuple(d.shape))
             write(d, ALU[name](read(d), read(s).reshape(d.shape)), m)

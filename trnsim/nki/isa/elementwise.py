@@ -83,11 +83,13 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     n1 = op_name(op1) if op1 is not None else None
     o1, vec1 = scalar_or_vector(operand1, P, api, "operand1", reads) if op1 is not None else (None, False)
     dflt = v.tensor.dtype_name
-    for o, vec in ((o0, vec0), (o1, vec1)):
+    for o, vec, raw in ((o0, vec0, operand0), (o1, vec1, operand1)):
         if vec:
             dflt = dt.promote(dflt, o.tensor.dtype_name)
         elif o is not None:
-            dflt = dt.promote(dflt, "float32" if not float(o).is_integer() or dt.is_float(dflt) else "int32")
+            # the scalar's Python type decides (an int tile divided by 2.0 is a float result whatever the value)
+            is_float_scalar = isinstance(raw, (float, np.floating))
+            dflt = dt.promote(dflt, "float32" if is_float_scalar or dt.is_float(dflt) else "int32")
     odt = dtype_or(dtype, dflt)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, odt, "sbuf", api, dst)

@@ -21,12 +21,12 @@ def _memset_into(dview, value: float, mask=None, eng="vector"):
         raise KernelError("err_hbm_tensor_with_init_value_not_supported",
                           "HBM tensors cannot be filled by compute engines",
                           "fill an SBUF tile and nl.store it")
-    d.tensor.mm_open = False
+    d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
     ctx.last_mask = None
     if ctx.numerics:
         write(d, np.full(d.shape, value, dtype=np.float32), mask_array(mask, tuple(d.shape)))
         if d.tensor.acc is not None:
-            d.tensor.acc[d.npkey()] = False
+            d.tensor.acc[d.npkey()] = value != 0.0   # a zero fill folds into the next matmul
     n = free_size(d.shape)
     ctx.emit("memset", eng, (), (d,), {"value": value}, 0, 0, n, d.shape[0])
     finish(ctx, None)

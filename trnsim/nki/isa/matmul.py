@@ -16,12 +16,11 @@ _WIDE = frozenset({"float32", "tfloat32"})
 _MM_DTYPES = {"float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "tfloat32", "float32"}
 
 
-def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str = "nc_matmul",
-            extra_attrs: dict | None = None):
-    ctx = current()
-    lim = ctx.limits
-    s = tile_arg(stationary, api, "stationary", ("sbuf",))
-    m = tile_arg(moving, api, "moving", ("sbuf",))
+_CHECKED: set = set()   # (operand types, shapes, dtypes, target, dst) combinations that passed _check_matmul
+
+
+def _check_matmul(s, m, d, lim, api: str) -> None:
+    """The nc_matmul rules on operand shapes, dtypes and the destination (raise KernelError)."""
     if isinstance(s, Broadcast) or isinstance(m, Broadcast):
         raise KernelError("err_unsupported_memory", f"'{api}' operands cannot be broadcast views",
                           "materialise the tile first")
@@ -60,9 +59,7 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
                           f"'{api}' mixes {sd} stationary with {md} moving: if one operand is float32/tfloat32 the "
                           "other must be too",
                           "cast both operands to the same precision class (e.g. both bfloat16)")
-    out_dtype = "float32"
-    if dst is not None:
-        d = as_view(dst)
+    if d is not None:
         if d.tensor.buffer != "psum":
             raise KernelError("err_unsupported_memory",
                               f"Expected operand 'dst' of '{api}' to be in address space 'psum', but got a tile in "
@@ -74,10 +71,30 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
                               f"matmul destination dtype {d.tensor.dtype_name}: PSUM matmul results are "
                               f"{'/'.join(sorted(okd))} on {lim.target}",
                               "use an nl.float32 PSUM tile and cast when copying to SBUF")
-        if tuple(d.shape) != (M, N):
+        if tuple(d.shape) != (s.shape[1], m.shape[1]):
             raise KernelError("err_shape_mismatch",
                               f"matmul destination {fmt_shape(d.shape)} does not match stationary.T @ moving = "
-                              f"[{M}, {N}]", "allocate the PSUM tile as [M, N]")
+                              f"[{s.shape[1]}, {m.shape[1]}]", "allocate the PSUM tile as [M, N]")
+
+
+def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str = "nc_matmul",
+            extra_attrs: dict | None = None):
+    ctx = current()
+    lim = ctx.limits
+    s = tile_arg(stationary, api, "stationary", ("sbuf",))
+    m = tile_arg(moving, api, "moving", ("sbuf",))
+    d = as_view(dst) if dst is not None else None
+    key = (type(s), type(m), s.shape, m.shape, s.tensor.dtype_name, m.tensor.dtype_name, lim.target,
+           None if d is None else (type(d), d.tensor.buffer, d.tensor.dtype_name, tuple(d.shape)))
+    if key not in _CHECKED:   # the shape / dtype rules depend on these only: checked once per combination
+        _check_matmul(s, m, d, lim, api)
+        if len(_CHECKED) < 4096:
+            _CHECKED.add(key)
+    K, M = s.shape
+    N = m.shape[1]
+    sd, md = s.tensor.dtype_name, m.tensor.dtype_name
+    out_dtype = "float32"
+    if dst is not None:
         dview, out_t = d, None
     else:
         dview, out_t = out_tile((M, N), out_dtype, "psum", api)
@@ -97,12 +114,22 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
             else:
                 acc_mask = np.full((M, N), bool(accumulate))
             group_start = not bool(np.any(acc_mask))
-            if not group_start:
-                old = read(dview)
-                res_w = np.where(acc_mask, old + res, res)
+            dt_ = dview.tensor
+            if msk is None and dview.adv is None and dt_.data.dtype == np.float32 and \
+                    (group_start or bool(acc_mask.all())):
+                # fast path (whole tile overwritten or accumulated): in place on the fp32 PSUM storage
+                tgt = dt_.data[dview.npkey()]
+                if group_start:
+                    tgt[...] = res.reshape(tgt.shape)
+                else:
+                    tgt += res.reshape(tgt.shape)
             else:
-                res_w = res
-            write(dview, res_w, msk)
+                if not group_start:
+                    old = read(dview)
+                    res_w = np.where(acc_mask, old + res, res)
+                else:
+                    res_w = res
+                write(dview, res_w, msk)
             dview.tensor.acc[dview.npkey()] = True if msk is None else (msk | old_acc)
         else:
             write(dview, res, msk)

@@ -49,8 +49,8 @@ def assign(dst: View, value) -> None:
                     msk = msk.reshape(dst.shape) if msk.size == math.prod(dst.shape) else None
                 write(dst, vals, msk)
                 if dst.tensor.acc is not None:
-                    dst.tensor.acc[dst.npkey()] = ins.opcode == "nc_matmul"
-            dst.tensor.mm_open = ins.opcode == "nc_matmul"
+                    dst.tensor.acc[dst.npkey()] = True
+            dst.tensor.mm_open = dst.tensor.buffer == "psum"
             ctx.retarget_last_write(value, dst)
             return
         value = value.full_view()

@@ -10,7 +10,7 @@ from trnsim.nki import dtypes as _dt
 from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa import activations as _act, common as _common, copy as _cp, elementwise as _ew  # noqa: F401
 from trnsim.nki.isa import matmul as _mm, ops as _ops, reduce as _red, transpose as _tr  # noqa: F401
-from trnsim.nki.rules import KernelError
+from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, Tensor, View
 
 
@@ -54,6 +54,10 @@ def _free1(v) -> bool:
 
 def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
     xt, yt = _is_tile(x), _is_tile(y)
+    for v, arg in ((x, "x"), (y, "y")):
+        if not (_is_tile(v) or isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_))):
+            raise KernelError("err_operand_type", f"operand '{arg}' of nl.{name} is {type(v).__name__} ({v!r})",
+                              "pass a tile or a Python number")
     if not xt and not yt:
         return _ops.ALU[name](np.float32(x), np.float32(y)).item()
     if xt and yt:
@@ -199,10 +203,22 @@ def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
     for a, nm in ((x, "x"), (y, "y")):
         if _is_tile(a):
             v = _common.tile_arg(a, "where", nm)
+            try:
+                ok = tuple(np.broadcast_shapes(tuple(v.shape), shape)) == shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise KernelError("err_shape_mismatch",
+                                  f"nl.where: '{nm}' {fmt_shape(v.shape)} does not match the condition "
+                                  f"{fmt_shape(shape)}", "use tiles of the condition's shape (or size-1 dims that "
+                                  "broadcast to it)")
             reads.append(v)
             xs.append(v)
-        else:
+        elif isinstance(a, (int, float, bool, np.integer, np.floating, np.bool_)):
             xs.append(float(a))
+        else:
+            raise KernelError("err_operand_type", f"nl.where: '{nm}' is {type(a).__name__}",
+                              "pass a tile or a Python number")
     odt = _dt.dtype_name(dtype) if dtype is not None else next(
         (v.tensor.dtype_name for v in xs if not isinstance(v, float)), "float32")
     dview, out_t = _common.out_tile(shape, odt, "sbuf", "where")

@@ -2,7 +2,6 @@
 ``sequential_range``, ``static_range``): unrolled as they run."""
 from __future__ import annotations
 
-import numpy as np
 
 from trnsim.nki.context import current
 from trnsim.nki.rules import KernelError
@@ -39,12 +38,29 @@ def program_ndim() -> int:
     return len(current().grid)
 
 
-def spmd_dim(*args):
-    return int(np.prod([int(a) for a in args]))
+class _LaunchDim(int):
+    """A launch-grid size that also says how many physical NeuronCores it spreads over (``lnc``)."""
+    lnc = 1
 
 
-def nc(n: int) -> int:
-    return int(n)
+def nc(n: int) -> _LaunchDim:
+    """``nl.nc(2)``: the physical NeuronCores of a logical core, used inside ``nl.spmd_dim``."""
+    d = _LaunchDim(int(n))
+    d.lnc = int(n)
+    return d
+
+
+def spmd_dim(*args) -> _LaunchDim:
+    """``kernel[nl.spmd_dim(n, nl.nc(2))]``: a grid dimension of ``n * 2`` programs spread over the 2 physical
+    cores of an LNC=2 core (program ``i`` of that dimension runs on core ``i % 2``)."""
+    size = 1
+    lnc = 1
+    for a in args:
+        size *= int(a)
+        lnc = max(lnc, int(getattr(a, "lnc", 1)))
+    d = _LaunchDim(size)
+    d.lnc = lnc
+    return d
 
 
 _LOOP_UID = [0]

@@ -114,9 +114,21 @@ def _alloc_args(shape, dtype, buffer):
                 key = hit = None
             if hit is not None:
                 return hit
-    shape, pd = _shape_pdim(shape)
+    try:
+        shape, pd = _shape_pdim(shape)
+    except (TypeError, ValueError):
+        raise KernelError("err_invalid_shape", f"tensor shape {shape!r} is not a tuple of integers",
+                          "pass the shape as a tuple of ints, e.g. (128, 512)") from None
+    if not shape or any(s < 1 for s in shape):
+        raise KernelError("err_invalid_shape", f"tensor shape {fmt_shape(shape) if shape else '[]'} has a size below 1",
+                          "every dimension must be >= 1")
     bname, kind = _buf(buffer)
-    dname = _dt.dtype_name(dtype)
+    try:
+        dname = _dt.dtype_name(dtype)
+    except TypeError as exc:
+        raise KernelError("err_unsupported_dtype", f"dtype {dtype!r} is not an NKI dtype ({exc})",
+                          "use nl.float32, nl.bfloat16, nl.float16, nl.int32, ... (or the matching numpy dtype)") \
+            from None
     res = (shape, pd, bname, kind, dname)
     if key is not None and len(_ALLOC_ARGS) < 4096:
         _ALLOC_ARGS[key] = res
@@ -152,6 +164,7 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
                                       "every program instance must allocate the same shared outputs")
                 return t
         t = Tensor(ctx, shape, dname, "hbm", name, kind="shared" if kind == "shared" else "private")
+        ctx.charge_hbm(name, shape, dname, t.bytes_per_partition)
         t.depth = len(ctx.loops)
         t.alloc_id = ctx.new_alloc(name, "hbm", shape, dname, t.bytes_per_partition, 1, kind == "shared")
         if ctx.numerics:
