@@ -14,9 +14,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
-import trnsim.nki.typing as nt
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
+import trnsim.neuronxcc.nki.typing as nt
 from trnsim.kernels import matmul_fully_blocked, matmul_tiled
 from trnsim.perf.profile import profile_trace
 from trnsim.perf.schedule import schedule

@@ -3,9 +3,9 @@ import math
 
 import numpy as np
 
-import trnsim.nki as nki
-import trnsim.nki.isa as nisa
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.isa as nisa
+import trnsim.neuronxcc.nki.language as nl
 
 
 @nki.jit

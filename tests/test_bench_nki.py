@@ -19,9 +19,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
-import trnsim.nki.typing as nt
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
+import trnsim.neuronxcc.nki.typing as nt
 from nki_tutorial_kernels import matmul_tiled, softmax
 from trnsim.kernels import MATMUL_JOURNEY
 from trnsim.kernels import matmul_tiled as stage1_matmul

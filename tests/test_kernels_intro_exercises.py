@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
 from trnsim.exercises.kernels_intro import CASES, check_grid, check_relu_kernel, relu_reference, run_case
 
 

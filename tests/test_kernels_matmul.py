@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import trnsim.nki as nki
+from trnsim.perf.profile import profile
 import trnsim.nki.language as nl
 import trnsim.nki.typing as nt
 from trnsim.kernels import MATMUL_JOURNEY, matmul_fully_blocked, matmul_tiled, reference
@@ -19,7 +20,7 @@ def _inputs(K, M, N, seed=0):
 @pytest.mark.parametrize("kernel", MATMUL_JOURNEY, ids=lambda k: k.__name__)
 def test_matmul_stage_matches_numpy(kernel):
     lhsT, rhs = _inputs(384, 256, 1024)
-    out = nki.simulate_kernel(kernel, lhsT, rhs)
+    out = nki.simulate(kernel)(lhsT, rhs)
     ref = reference.matmul(lhsT, rhs)
     assert out.shape == (256, 1024) and out.dtype == BF16
     # fp32 accumulation, one bf16 rounding of the result
@@ -28,7 +29,7 @@ def test_matmul_stage_matches_numpy(kernel):
 
 def test_fully_blocked_with_explicit_blocks_and_k_blocks():
     lhsT, rhs = _inputs(512, 256, 1024, seed=1)
-    out = nki.simulate_kernel(matmul_fully_blocked, lhsT, rhs, tiles_in_block_m=2, tiles_in_block_n=1,
+    out = nki.simulate(matmul_fully_blocked)(lhsT, rhs, tiles_in_block_m=2, tiles_in_block_n=1,
                               tiles_in_block_k=2)
     ref = reference.matmul(lhsT, rhs)
     np.testing.assert_allclose(out.astype(np.float32), ref, rtol=1e-2, atol=1e-2 * np.abs(ref).max())
@@ -37,7 +38,7 @@ def test_fully_blocked_with_explicit_blocks_and_k_blocks():
 def test_uneven_size_is_a_clear_error():
     lhsT, rhs = _inputs(128, 128, 700)
     with pytest.raises(Exception, match="N=700 is not a multiple of"):
-        nki.simulate_kernel(matmul_tiled, lhsT, rhs)
+        nki.simulate(matmul_tiled)(lhsT, rhs)
 
 
 M, K, N = 1024, 2048, 2048
@@ -49,7 +50,7 @@ def _spec():
 
 @pytest.fixture(scope="module")
 def journey():
-    return [nki.profile(k, *_spec(), numerics=False) for k in MATMUL_JOURNEY]
+    return [profile(k, *_spec(), numerics=False) for k in MATMUL_JOURNEY]
 
 
 def test_each_stage_is_faster_than_the_one_before(journey):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import trnsim.nki as nki
-import trnsim.nki.isa as nisa
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.isa as nisa
+import trnsim.neuronxcc.nki.language as nl
 from trnsim.exercises import kernels_perf as kp
 from trnsim.kernels import reference, softmax
 

@@ -5,10 +5,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.isa as nisa
-import trnsim.nki.language as nl
-import trnsim.nki.typing as nt
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.isa as nisa
+import trnsim.neuronxcc.nki.language as nl
+import trnsim.neuronxcc.nki.typing as nt
 from trnsim.nki import KernelError
 
 rng = np.random.default_rng(1)

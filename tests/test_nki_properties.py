@@ -5,8 +5,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
 from trnsim.nki import KernelError
 from trnsim.nki.dtypes import cast, storage_dtype
 

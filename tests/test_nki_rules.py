@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.isa as nisa
-import trnsim.nki.language as nl
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.isa as nisa
+import trnsim.neuronxcc.nki.language as nl
 from trnsim.nki import KernelError
 
 A = np.ones((256, 1024), dtype=np.float32)

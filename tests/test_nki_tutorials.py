@@ -3,7 +3,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
+import trnsim.neuronxcc.nki as nki
 from nki_tutorial_kernels import (avgpool2d, matmul_isa, matmul_tiled, rmsnorm, softmax, spmd_add, tensor_add,
                                   tensor_add_legacy_out, transpose2d)
 

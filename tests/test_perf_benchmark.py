@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
-import trnsim.nki.language as nl
-import trnsim.nki.typing as nt
+import trnsim.neuronxcc.nki as nki
+import trnsim.neuronxcc.nki.language as nl
+import trnsim.neuronxcc.nki.typing as nt
 from trnsim.kernels import matmul_tiled, tensor_add
 from trnsim.perf.benchmark import PERCENTILES, BenchmarkError, benchmark
 

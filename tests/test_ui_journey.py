@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
+import trnsim.neuronxcc.nki as nki
 from trnsim.exercises import kernels_perf as kp
 from trnsim.kernels import matmul_fully_blocked, reference
 

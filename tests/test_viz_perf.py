@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-import trnsim.nki as nki  # noqa: E402
-import trnsim.nki.language as nl  # noqa: E402
-import trnsim.nki.typing as nt  # noqa: E402
+import trnsim.neuronxcc.nki as nki  # noqa: E402
+import trnsim.neuronxcc.nki.language as nl  # noqa: E402
+import trnsim.neuronxcc.nki.typing as nt  # noqa: E402
 from trnsim.kernels import MATMUL_JOURNEY, matmul_fully_blocked, softmax  # noqa: E402
 from trnsim.viz.compare import plot_compare  # noqa: E402
 from trnsim.viz.memory import plot_occupancy  # noqa: E402

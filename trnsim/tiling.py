@@ -111,7 +111,7 @@ def plan_coverage(choice: TilingChoice) -> np.ndarray:
 
 def _owner_kernel(tile_p: int, tile_f: int, masked: bool):
     """The SPMD kernel the picture is made from: each program adds its own id to a zero tile."""
-    import trnsim.nki.language as nl
+    import trnsim.neuronxcc.nki.language as nl
 
     def tile_owner(x):
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -150,7 +150,7 @@ def format_kernel_error(err: Exception) -> str:
 
 def simulate_coverage(choice: TilingChoice) -> Coverage:
     """Run the owner kernel on trnsim.nki for ``choice`` and report what it wrote (or its KernelError)."""
-    import trnsim.nki as nki
+    import trnsim.neuronxcc.nki as nki
 
     c = choice
     kernel = _owner_kernel(c.tile_p, c.tile_f, c.masked)

@@ -47,7 +47,7 @@ def relu_reference(x: np.ndarray) -> np.ndarray:
 
 
 def _as_kernel(kernel: Any):
-    import trnsim.nki as nki
+    import trnsim.neuronxcc.nki as nki
 
     if isinstance(kernel, nki.Kernel):
         return nki.jit(kernel.func, target=kernel.target)
@@ -56,7 +56,7 @@ def _as_kernel(kernel: Any):
 
 def run_case(kernel: Any, shape: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, Any]:
     """Run ``kernel[ceil(rows / 128)](x)`` on seeded data of ``shape``; returns (x, output)."""
-    import trnsim.nki as nki
+    import trnsim.neuronxcc.nki as nki
 
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     grid = math.ceil(shape[0] / TILE_ROWS)
@@ -70,7 +70,7 @@ def check_relu_kernel(kernel: Callable | None, seed: int = 0) -> CheckResult:
     The checker launches it as ``kernel[ceil(R / 128)](x)``: program ``i`` owns rows
     ``i*128 ... i*128 + 127``. Passes when the output matches numpy on every shape in :data:`CASES`.
     """
-    import trnsim.nki as nki
+    import trnsim.neuronxcc.nki as nki
 
     if kernel is None or kernel is Ellipsis:
         return not_answered(TITLE, "define relu_kernel(x) with @nki.jit and pass it to the checker")

@@ -150,8 +150,8 @@ def journey_envelope(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
 
 @functools.lru_cache(maxsize=64)
 def _profile_stage_cached(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
-    import trnsim.nki as nki
-    import trnsim.nki.typing as nt
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.typing as nt
 
     a = nt.tensor[[K, M], "bfloat16"]
     b = nt.tensor[[K, N], "bfloat16"]
@@ -363,8 +363,8 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
 # ---------------------------------------------------------------- notebook 06: fusion
 
 def _softmax_two_pass_impl(x):
-    import trnsim.nki.isa as nisa
-    import trnsim.nki.language as nl
+    import trnsim.neuronxcc.nki.isa as nisa
+    import trnsim.neuronxcc.nki.language as nl
 
     R, C = x.shape
     if R % 128:
@@ -387,7 +387,7 @@ def _softmax_two_pass_impl(x):
 
 
 def _jit(func):
-    import trnsim.nki as nki
+    import trnsim.neuronxcc.nki as nki
 
     return nki.jit(func)
 
@@ -433,8 +433,8 @@ def attention_traffic(seq: int, d: int, *, fused: bool, itemsize: int = 2, tile:
 
 @functools.lru_cache(maxsize=64)
 def _profile_pair(workload: str, length: int, cols: int, target: str):
-    import trnsim.nki as nki
-    import trnsim.nki.typing as nt
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.typing as nt
     from trnsim import kernels
 
     if workload == "softmax":
@@ -525,8 +525,8 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     Correctness on a seeded fp32 [256, 512] input against numpy; traffic and instruction mix from a
     timing-only profile on [2048, 1024] fp32.
     """
-    import trnsim.nki as nki
-    import trnsim.nki.typing as nt
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.typing as nt
     from trnsim.kernels import reference
     from trnsim.tiling import format_kernel_error
 
@@ -592,8 +592,8 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
 @functools.lru_cache(maxsize=1)
 def reference_profile_fused():
     """Timing-only profile of ``trnsim.kernels.softmax`` on :data:`FUSION_PROFILE_SHAPE` (the fused reference)."""
-    import trnsim.nki as nki
-    import trnsim.nki.typing as nt
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.typing as nt
     from trnsim.kernels import softmax
 
     return nki.profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)

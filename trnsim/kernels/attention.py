@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
@@ -53,25 +52,27 @@ def attention(q_t, k_t, v):
         for j in nl.affine_range(Sk // KC):
             k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
             s = nl.matmul(q_tile, k_tile, transpose_x=True)
-            s_sb = nisa.activation(op=nl.identity, data=s, scale=scale,
-                                   dtype=nl.float32)
+            s_sb = nl.ndarray((P, KC), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=s_sb, op=nl.identity, data=s, scale=scale)
             nl.store(scores[i * P:(i + 1) * P, j * KC:(j + 1) * KC], value=s_sb)
     # pass 2: row softmax of S -> P (HBM)
     for i in nl.affine_range(Sq // P):
         t = nl.load(scores[i * P:(i + 1) * P, :])
         neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
         row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        e = nisa.activation(op=nl.exp, data=t, bias=neg_max, reduce_op=np.add, reduce_res=row_sum,
-                            dtype=nl.float32)
+        e = nl.ndarray((P, Sk), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
         nl.store(probs[i * P:(i + 1) * P, :], value=nl.multiply(e, nl.reciprocal(row_sum), dtype=q_t.dtype))
     # pass 3: O = P V
     for i in nl.affine_range(Sq // P):
-        acc = nl.zeros((P, d), dtype=nl.float32, buffer=nl.psum)
+        acc = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
         for j in nl.affine_range(Sk // P):
             p_tile = nl.load(probs[i * P:(i + 1) * P, j * P:(j + 1) * P])
-            p_t = nl.copy(nisa.nc_transpose(p_tile), dtype=q_t.dtype)
+            p_ps = nl.ndarray((P, P), dtype=p_tile.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=p_ps, data=p_tile)
+            p_t = nl.copy(p_ps, dtype=q_t.dtype)
             v_tile = nl.load(v[j * P:(j + 1) * P, :])
-            acc += nl.matmul(p_t, v_tile, transpose_x=True)
+            nisa.nc_matmul(dst=acc, stationary=p_t, moving=v_tile)
         nl.store(out[i * P:(i + 1) * P, :], value=nl.copy(acc, dtype=q_t.dtype))
     return out
 
@@ -97,34 +98,34 @@ def flash_attention(q_t, k_t, v):
     out = nl.ndarray((Sq, d), dtype=q_t.dtype, buffer=nl.shared_hbm)
     for i in nl.affine_range(Sq // P):
         q_tile = nl.load(q_t[:, i * P:(i + 1) * P])
-        neg_m = nl.ndarray((2, nl.par_dim(P), 1), dtype=nl.float32, buffer=nl.sbuf)   # -running max, ping-pong
-        neg_m[0] = nl.full((P, 1), -_NEG_LARGE, dtype=nl.float32)
+        neg_m = [nl.full((P, 1), -_NEG_LARGE, dtype=nl.float32),        # -running max, ping-pong
+                 nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)]
         l_sum = nl.zeros((P, 1), dtype=nl.float32)
         acc = nl.zeros((P, d), dtype=nl.float32)
         for j in nl.sequential_range(Sk // KC):
             old, new = neg_m[j % 2], neg_m[(j + 1) % 2]
             k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
-            v_tiles = nl.ndarray((KC // P, nl.par_dim(P), d), dtype=v.dtype, buffer=nl.sbuf)
-            for c in nl.affine_range(KC // P):
-                v_tiles[c] = nl.load(v[j * KC + c * P:j * KC + (c + 1) * P, :])
+            v_tiles = [nl.load(v[j * KC + c * P:j * KC + (c + 1) * P, :]) for c in nl.affine_range(KC // P)]
             s = nl.matmul(q_tile, k_tile, transpose_x=True)                       # [P, KC] fp32 PSUM
             row_max = nl.max(s, axis=1, keepdims=True, dtype=nl.float32)
             # -m_new = min(-m_old, -scale * rowmax): one instruction, two operators
-            new[...] = nisa.tensor_scalar(row_max, op0=np.multiply, operand0=-scale, op1=np.minimum,
-                                          operand1=old, dtype=nl.float32)
+            nisa.tensor_scalar(dst=new, data=row_max, op0=nl.multiply, operand0=-scale, op1=nl.minimum,
+                               operand1=old)
             row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-            p = nisa.activation(op=nl.exp, data=s, bias=new, scale=scale, reduce_op=np.add,
-                                reduce_res=row_sum, dtype=q_t.dtype)
-            corr = nisa.activation(op=nl.exp, data=old, bias=new, scale=-1.0, dtype=nl.float32)  # exp(m_old - m_new)
-            l_sum[...] = nisa.tensor_scalar(l_sum, op0=np.multiply, operand0=corr, op1=np.add, operand1=row_sum,
-                                            dtype=nl.float32)
-            pv = nl.zeros((P, d), dtype=nl.float32, buffer=nl.psum)
+            p = nl.ndarray((P, KC), dtype=q_t.dtype, buffer=nl.sbuf)
+            nisa.activation(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=row_sum)
+            corr = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=corr, op=nl.exp, data=old, bias=new, scale=-1.0)  # exp(m_old - m_new)
+            nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=row_sum)
+            pv = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
             for c in nl.affine_range(KC // P):
-                p_t = nisa.tensor_copy(nisa.nc_transpose(p[:, c * P:(c + 1) * P]), dtype=q_t.dtype,
-                                       engine=nisa.engine.scalar)
-                pv += nl.matmul(p_t, v_tiles[c], transpose_x=True)
-            acc[...] = nisa.tensor_scalar(acc, op0=np.multiply, operand0=corr, dtype=nl.float32)
-            acc[...] = nl.add(acc, pv)
+                p_ps = nl.ndarray((P, P), dtype=p.dtype, buffer=nl.psum)
+                nisa.nc_transpose(dst=p_ps, data=p[:, c * P:(c + 1) * P])
+                p_t = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=p_t, src=p_ps, engine=nisa.engine.scalar)
+                nisa.nc_matmul(dst=pv, stationary=p_t, moving=v_tiles[c])
+            nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=corr)
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=pv, op=nl.add)
         nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(acc, nl.reciprocal(l_sum), dtype=q_t.dtype))
     return out
 

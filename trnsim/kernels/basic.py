@@ -1,4 +1,4 @@
-"""Tensor add and 2-D transpose, written in trnsim.nki (classic NKI style)."""
+"""Tensor add and 2-D transpose, written in trnsim.nki (NKI 0.6)."""
 from __future__ import annotations
 
 import trnsim.nki as nki
@@ -54,8 +54,10 @@ def transpose2d(x):
     for i in nl.affine_range(R // P):
         row = nl.load(x[i * P:(i + 1) * P, :])
         for j in nl.affine_range(C // P):
-            t_psum = nisa.nc_transpose(row[:, j * P:(j + 1) * P])
-            t_sb = nl.copy(t_psum, dtype=x.dtype)
+            t_psum = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=t_psum, data=row[:, j * P:(j + 1) * P])
+            t_sb = nl.ndarray((P, P), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=t_sb, src=t_psum)
             nl.store(out[j * P:(j + 1) * P, i * P:(i + 1) * P], value=t_sb)
     return out
 

@@ -1,8 +1,9 @@
 """The matmul kernel journey of NKI's matrix-multiplication tutorial, written in trnsim.nki.
 
 All four compute ``result[M, N] = lhsT.T @ rhs`` with ``lhsT[K, M]`` (the left operand delivered
-transposed, contraction dim K on the partitions) and ``rhs[K, N]``, in the classic NKI style
-(``nl.load`` / ``nl.matmul(..., transpose_x=True)`` / ``nl.store``). Tiles: TILE_K = pmax = 128,
+transposed, contraction dim K on the partitions) and ``rhs[K, N]``, in NKI 0.6 style
+(``nl.load`` / ``nisa.nc_matmul(dst=psum, stationary=, moving=)`` accumulating in PSUM / ``nisa.tensor_copy`` /
+``nl.store``; groups of tiles are Python lists of tiles). Tiles: TILE_K = pmax = 128,
 TILE_M = gemm_stationary_fmax = 128, TILE_N = min(gemm_moving_fmax, psum_fmax) = 512, so one matmul
 output fills one PSUM bank on every generation (NC-v4 would allow a moving free size up to 4096). Each stage removes one
 cause of HBM traffic or idle time:
@@ -21,6 +22,7 @@ Sizes must tile evenly (a clear error says which dimension does not).
 from __future__ import annotations
 
 import trnsim.nki as nki
+import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
 
 
@@ -37,29 +39,39 @@ def _check(lhsT, rhs, tile_m: int, tile_n: int, tile_k: int, name: str) -> tuple
     return K, M, N
 
 
+def _tiles():
+    """(TILE_M, TILE_K, TILE_N) of the current target: stationary free size, partitions, one PSUM bank of fp32."""
+    return (nl.tile_size.gemm_stationary_fmax, nl.tile_size.pmax,
+            min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax))
+
+
+def _evacuate(res_psum, dtype, rows: int, cols: int):
+    """PSUM -> SBUF copy, cast to ``dtype`` (the Vector Engine reads PSUM)."""
+    res_sb = nl.ndarray((rows, cols), dtype=dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res_sb, src=res_psum)
+    return res_sb
+
+
 @nki.jit
 def matmul_tiled(lhsT, rhs):
     """Stage 1, basic tiling: for each output tile, loop over K and load BOTH operand tiles each time.
 
     Demonstrates: tiling to the hardware limits (128 x 128 stationary, 128 x 512 moving, one PSUM
-    bank) and accumulation in PSUM over K. Every input tile is reloaded from HBM for every output
-    tile that uses it, so the kernel is DMA-bound at any useful size.
+    bank) and accumulation in PSUM over K (``nc_matmul`` accumulates into ``dst`` after its first write).
+    Every input tile is reloaded from HBM for every output tile that uses it, so the kernel is DMA-bound
+    at any useful size.
     """
-    TILE_M = nl.tile_size.gemm_stationary_fmax
-    TILE_K = nl.tile_size.pmax
-    TILE_N = min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax)
+    TILE_M, TILE_K, TILE_N = _tiles()
     K, M, N = _check(lhsT, rhs, TILE_M, TILE_N, TILE_K, "matmul_tiled")
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for m in nl.affine_range(M // TILE_M):
         for n in nl.affine_range(N // TILE_N):
-            res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
+            res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TILE_K):
-                lhsT_tile = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-                rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                lhsT_tile[...] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
-                rhs_tile[...] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
-                res_psum += nl.matmul(lhsT_tile[...], rhs_tile[...], transpose_x=True)
-            res_sb = nl.copy(res_psum, dtype=result.dtype)
+                lhsT_tile = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
+                rhs_tile = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
+                nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
+            res_sb = _evacuate(res_psum, result.dtype, TILE_M, TILE_N)
             nl.store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], value=res_sb)
     return result
 
@@ -68,27 +80,24 @@ def matmul_tiled(lhsT, rhs):
 def matmul_hoisted(lhsT, rhs):
     """Stage 2, hoisted loads: load a whole K-column of lhsT once per M tile and reuse it for every N tile.
 
-    Demonstrates: exploiting temporal locality (perf guide Opt #1). lhsT traffic drops by a factor
-    N/512; rhs is still reloaded once per M tile. SBUF holds K/128 tiles of each operand, so K is
-    limited by SBUF capacity (K <= 8192 at bf16 on trn1).
+    Demonstrates: exploiting temporal locality (perf guide Opt #1). The K-column is a Python list of
+    tiles loaded in one loop and used in the next (tiles live as long as the list holds them). lhsT
+    traffic drops by a factor N/512; rhs is still reloaded once per M tile. SBUF holds K/128 tiles of
+    each operand, so K is limited by SBUF capacity.
     """
-    TILE_M = nl.tile_size.gemm_stationary_fmax
-    TILE_K = nl.tile_size.pmax
-    TILE_N = min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax)
+    TILE_M, TILE_K, TILE_N = _tiles()
     K, M, N = _check(lhsT, rhs, TILE_M, TILE_N, TILE_K, "matmul_hoisted")
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for m in nl.affine_range(M // TILE_M):
-        lhsT_tiles = nl.ndarray((K // TILE_K, nl.par_dim(TILE_K), TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-        for k in nl.affine_range(K // TILE_K):
-            lhsT_tiles[k] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
+        lhsT_tiles = [nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
+                      for k in nl.affine_range(K // TILE_K)]
         for n in nl.affine_range(N // TILE_N):
-            rhs_tiles = nl.ndarray((K // TILE_K, nl.par_dim(TILE_K), TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
+            rhs_tiles = [nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
+                         for k in nl.affine_range(K // TILE_K)]
+            res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TILE_K):
-                rhs_tiles[k] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
-            res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // TILE_K):
-                res_psum += nl.matmul(lhsT_tiles[k], rhs_tiles[k], transpose_x=True)
-            res_sb = nl.copy(res_psum, dtype=result.dtype)
+                nisa.nc_matmul(dst=res_psum, stationary=lhsT_tiles[k], moving=rhs_tiles[k])
+            res_sb = _evacuate(res_psum, result.dtype, TILE_M, TILE_N)
             nl.store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], value=res_sb)
     return result
 
@@ -101,35 +110,25 @@ def matmul_block_free(lhsT, rhs, tiles_in_block_m: int = 2, tiles_in_block_n: in
     Demonstrates: each loaded tile now feeds several matmuls (arithmetic intensity grows with the
     block size); HBM traffic falls by the block factors. SBUF must hold both blocks for all of K.
     """
-    TILE_M = nl.tile_size.gemm_stationary_fmax
-    TILE_K = nl.tile_size.pmax
-    TILE_N = min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax)
+    TILE_M, TILE_K, TILE_N = _tiles()
     BLOCK_M = TILE_M * tiles_in_block_m
     BLOCK_N = TILE_N * tiles_in_block_n
     K, M, N = _check(lhsT, rhs, BLOCK_M, BLOCK_N, TILE_K, "matmul_block_free")
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for m in nl.affine_range(M // BLOCK_M):
-        lhsT_tiles = nl.ndarray((tiles_in_block_m, K // TILE_K, nl.par_dim(TILE_K), TILE_M), dtype=lhsT.dtype,
-                                buffer=nl.sbuf)
-        for bm in nl.affine_range(tiles_in_block_m):
-            for k in nl.affine_range(K // TILE_K):
-                lhsT_tiles[bm, k] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                                 (m * tiles_in_block_m + bm) * TILE_M:
-                                                 (m * tiles_in_block_m + bm + 1) * TILE_M])
+        lhsT_tiles = [[nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K,
+                                    (m * tiles_in_block_m + bm) * TILE_M:(m * tiles_in_block_m + bm + 1) * TILE_M])
+                       for k in nl.affine_range(K // TILE_K)] for bm in nl.affine_range(tiles_in_block_m)]
         for n in nl.affine_range(N // BLOCK_N):
-            rhs_tiles = nl.ndarray((tiles_in_block_n, K // TILE_K, nl.par_dim(TILE_K), TILE_N), dtype=rhs.dtype,
-                                   buffer=nl.sbuf)
-            for bn in nl.affine_range(tiles_in_block_n):
-                for k in nl.affine_range(K // TILE_K):
-                    rhs_tiles[bn, k] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K,
-                                                   (n * tiles_in_block_n + bn) * TILE_N:
-                                                   (n * tiles_in_block_n + bn + 1) * TILE_N])
+            rhs_tiles = [[nl.load(rhs[k * TILE_K:(k + 1) * TILE_K,
+                                      (n * tiles_in_block_n + bn) * TILE_N:(n * tiles_in_block_n + bn + 1) * TILE_N])
+                          for k in nl.affine_range(K // TILE_K)] for bn in nl.affine_range(tiles_in_block_n)]
             for bm in nl.affine_range(tiles_in_block_m):
                 for bn in nl.affine_range(tiles_in_block_n):
-                    res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
+                    res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
                     for k in nl.affine_range(K // TILE_K):
-                        res_psum += nl.matmul(lhsT_tiles[bm, k], rhs_tiles[bn, k], transpose_x=True)
-                    res_sb = nl.copy(res_psum, dtype=result.dtype)
+                        nisa.nc_matmul(dst=res_psum, stationary=lhsT_tiles[bm][k], moving=rhs_tiles[bn][k])
+                    res_sb = _evacuate(res_psum, result.dtype, TILE_M, TILE_N)
                     row = (m * tiles_in_block_m + bm) * TILE_M
                     col = (n * tiles_in_block_n + bn) * TILE_N
                     nl.store(result[row:row + TILE_M, col:col + TILE_N], value=res_sb)
@@ -149,9 +148,7 @@ def matmul_fully_blocked(lhsT, rhs, tiles_in_block_m: int = 16, tiles_in_block_n
     SBUF accumulator on the Vector Engine) while the Tensor Engine fills the next bank.
     Block sizes shrink to the matrix size when the matrix is smaller than a block.
     """
-    TILE_M = nl.tile_size.gemm_stationary_fmax
-    TILE_K = nl.tile_size.pmax
-    TILE_N = min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax)
+    TILE_M, TILE_K, TILE_N = _tiles()
     K, M, N = lhsT.shape[0], lhsT.shape[1], rhs.shape[1]
     tbm = max(1, min(tiles_in_block_m, M // TILE_M))
     tbn = max(1, min(tiles_in_block_n, N // TILE_N))
@@ -161,26 +158,25 @@ def matmul_fully_blocked(lhsT, rhs, tiles_in_block_m: int = 16, tiles_in_block_n
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for m in nl.affine_range(M // BLOCK_M):
         for n in nl.affine_range(N // BLOCK_N):
-            acc = nl.zeros((tbm, tbn, nl.par_dim(TILE_M), TILE_N), dtype=nl.float32, buffer=nl.sbuf)
+            acc = [[nl.zeros((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf) for _ in range(tbn)]
+                   for _ in range(tbm)]
             for k in nl.sequential_range(K // BLOCK_K):
-                lhsT_tiles = nl.ndarray((tbk, nl.par_dim(TILE_K), BLOCK_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-                rhs_tiles = nl.ndarray((tbk, nl.par_dim(TILE_K), BLOCK_N), dtype=rhs.dtype, buffer=nl.sbuf)
+                lhsT_tiles, rhs_tiles = [], []
                 for bk in nl.affine_range(tbk):
                     r0 = (k * tbk + bk) * TILE_K
-                    lhsT_tiles[bk] = nl.load(lhsT[r0:r0 + TILE_K, m * BLOCK_M:(m + 1) * BLOCK_M])
-                    rhs_tiles[bk] = nl.load(rhs[r0:r0 + TILE_K, n * BLOCK_N:(n + 1) * BLOCK_N])
+                    lhsT_tiles.append(nl.load(lhsT[r0:r0 + TILE_K, m * BLOCK_M:(m + 1) * BLOCK_M]))
+                    rhs_tiles.append(nl.load(rhs[r0:r0 + TILE_K, n * BLOCK_N:(n + 1) * BLOCK_N]))
                 for bm in nl.affine_range(tbm):
                     for bn in nl.affine_range(tbn):
-                        res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
+                        res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
                         for bk in nl.affine_range(tbk):
-                            res_psum += nl.matmul(lhsT_tiles[bk, :, bm * TILE_M:(bm + 1) * TILE_M],
-                                                  rhs_tiles[bk, :, bn * TILE_N:(bn + 1) * TILE_N],
-                                                  transpose_x=True)
-                        acc[bm, bn] = nl.add(acc[bm, bn], res_psum)
+                            nisa.nc_matmul(dst=res_psum, stationary=lhsT_tiles[bk][:, bm * TILE_M:(bm + 1) * TILE_M],
+                                           moving=rhs_tiles[bk][:, bn * TILE_N:(bn + 1) * TILE_N])
+                        nisa.tensor_tensor(dst=acc[bm][bn], data1=acc[bm][bn], data2=res_psum, op=nl.add)
             for bm in nl.affine_range(tbm):
                 packed = nl.ndarray((TILE_M, BLOCK_N), dtype=result.dtype, buffer=nl.sbuf)
                 for bn in nl.affine_range(tbn):
-                    packed[:, bn * TILE_N:(bn + 1) * TILE_N] = nl.copy(acc[bm, bn], dtype=result.dtype)
+                    nisa.tensor_copy(dst=packed[:, bn * TILE_N:(bn + 1) * TILE_N], src=acc[bm][bn])
                 row = m * BLOCK_M + bm * TILE_M
                 nl.store(result[row:row + TILE_M, n * BLOCK_N:(n + 1) * BLOCK_N], value=packed)
     return result

@@ -1,7 +1,6 @@
-"""Row softmax, RMSNorm and LayerNorm in trnsim.nki: rows on partitions, one pass over HBM."""
+"""Row softmax, RMSNorm and LayerNorm in trnsim.nki (NKI 0.6): rows on partitions, one pass over HBM."""
 from __future__ import annotations
 
-import numpy as np
 
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
@@ -34,8 +33,8 @@ def softmax(x):
         neg_max = nl.max(t, axis=1, keepdims=True, dtype=nl.float32)
         neg_max = nl.multiply(neg_max, -1.0)
         row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        e = nisa.activation(op=nl.exp, data=t, bias=neg_max, reduce_op=np.add, reduce_res=row_sum,
-                            dtype=nl.float32)
+        e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
         inv = nl.reciprocal(row_sum)
         nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(e, inv, dtype=x.dtype))
     return out
@@ -56,14 +55,15 @@ def rmsnorm(x, gamma, eps: float = 1e-6):
         raise ValueError(f"rmsnorm: gamma must have shape [1, {C}], got {list(gamma.shape)}")
     P = nl.tile_size.pmax
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    g = nl.load(gamma[0:1, :])
-    g_b = g.broadcast_to((P, C))
+    g_b = nl.broadcast_to(nl.load(gamma[0:1, :]), (P, C))
     eps_t = nl.full((P, 1), eps, dtype=nl.float32)
     for i in nl.affine_range(R // P):
         t = nl.load(x[i * P:(i + 1) * P, :])
         sq_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        _ = nisa.activation(op=nl.square, data=t, reduce_op=np.add, reduce_res=sq_sum, dtype=nl.float32)
-        rms_inv = nisa.activation(op=nl.rsqrt, data=sq_sum, scale=1.0 / C, bias=eps_t, dtype=nl.float32)
+        sq = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=sq_sum)
+        rms_inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=rms_inv, op=nl.rsqrt, data=sq_sum, scale=1.0 / C, bias=eps_t)
         y = nl.multiply(t, rms_inv, dtype=nl.float32)
         nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(y, g_b, dtype=x.dtype))
     return out
@@ -90,17 +90,18 @@ def layernorm(x, gamma, beta, eps: float = 1e-5):
         raise ValueError(f"layernorm: C={C} must be a multiple of bn_stats_fmax={FMAX} when larger than it")
     n_chunks = C // chunk
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    g_b = nl.load(gamma[0:1, :]).broadcast_to((P, C))
-    b_b = nl.load(beta[0:1, :]).broadcast_to((P, C))
+    g_b = nl.broadcast_to(nl.load(gamma[0:1, :]), (P, C))
+    b_b = nl.broadcast_to(nl.load(beta[0:1, :]), (P, C))
     for i in nl.affine_range(R // P):
         t = nl.load(x[i * P:(i + 1) * P, :])
         stats = nl.ndarray((P, 6 * n_chunks), dtype=nl.float32, buffer=nl.sbuf)
         for c in nl.affine_range(n_chunks):
-            stats[:, 6 * c:6 * (c + 1)] = nisa.bn_stats(t[:, c * chunk:(c + 1) * chunk], dtype=nl.float32)
-        mv = nisa.bn_aggr(stats, dtype=nl.float32)          # [P, 2]: mean, variance
+            nisa.bn_stats(dst=stats[:, 6 * c:6 * (c + 1)], data=t[:, c * chunk:(c + 1) * chunk])
+        mv = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(dst=mv, data=stats)                    # [P, 2]: mean, variance
         rstd = nl.rsqrt(nl.add(mv[:, 1:2], eps))
-        y = nisa.tensor_scalar(t, op0=np.subtract, operand0=mv[:, 0:1], op1=np.multiply, operand1=rstd,
-                               dtype=nl.float32)
+        y = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=y, data=t, op0=nl.subtract, operand0=mv[:, 0:1], op1=nl.multiply, operand1=rstd)
         y = nl.multiply(y, g_b, dtype=nl.float32)
         nl.store(out[i * P:(i + 1) * P, :], value=nl.add(y, b_b, dtype=x.dtype))
     return out

@@ -28,12 +28,33 @@ class _TF32:
 
 tfloat32 = _TF32()
 
+
+class _Packed:
+    """Marker type of an MX 4-packed dtype (NeuronCore-v4 ``nc_matmul_mx`` operands): one element holds four
+    fp8 (stored as uint32, byte k = value k) or four fp4 values (stored as uint16, nibble k = value k)."""
+
+    def __init__(self, name: str, element: str, bits: int):
+        self.name = name
+        self.element = element          # ml_dtypes name of each packed value
+        self.element_bits = bits
+        self.itemsize = 4 * bits // 8
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+float8_e5m2_x4 = _Packed("float8_e5m2_x4", "float8_e5m2", 8)
+float8_e4m3fn_x4 = _Packed("float8_e4m3fn_x4", "float8_e4m3fn", 8)
+float4_e2m1fn_x4 = _Packed("float4_e2m1fn_x4", "float4_e2m1fn", 4)
+PACKED: dict[str, _Packed] = {p.name: p for p in (float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4)}
+
 float32 = np.float32
 float16 = np.float16
 bfloat16 = ml_dtypes.bfloat16
 float8_e4m3 = ml_dtypes.float8_e4m3
 float8_e4m3fn = ml_dtypes.float8_e4m3fn
 float8_e5m2 = ml_dtypes.float8_e5m2
+float8_e8m0fnu = ml_dtypes.float8_e8m0fnu      # MX block scale: 2**(byte - 127), 0xFF = NaN
 int8 = np.int8
 int16 = np.int16
 int32 = np.int32
@@ -50,6 +71,10 @@ _STORAGE: dict[str, np.dtype] = {
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "float8_e5m2_x4": np.dtype(np.uint32),
+    "float8_e4m3fn_x4": np.dtype(np.uint32),
+    "float4_e2m1fn_x4": np.dtype(np.uint16),
     "tfloat32": np.dtype(np.float32),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
@@ -63,10 +88,10 @@ _ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "float8_e4
             "tf32": "tfloat32", "bool_": "bool", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2"}
 
 FLOAT_NAMES = frozenset({"float32", "float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
-                         "float8_e5m2", "tfloat32"})
+                         "float8_e5m2", "float8_e8m0fnu", "tfloat32"})
 FP8_NAMES = frozenset({"float8_e4m3", "float8_e4m3fn", "float8_e5m2"})
 # float widths in bits, for promotion
-_FLOAT_BITS = {"float8_e4m3": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float16": 16, "bfloat16": 16,
+_FLOAT_BITS = {"float8_e4m3": 8, "float8_e4m3fn": 8, "float8_e5m2": 8, "float8_e8m0fnu": 8, "float16": 16, "bfloat16": 16,
                "tfloat32": 32, "float32": 32}
 
 
@@ -92,6 +117,8 @@ def dtype_name(dt: Any) -> str:
 def _dtype_name(dt: Any) -> str:
     if dt is tfloat32 or isinstance(dt, _TF32):
         return "tfloat32"
+    if isinstance(dt, _Packed):
+        return dt.name
     if isinstance(dt, str):
         key = _ALIASES.get(dt, dt)
         if key in _STORAGE:
@@ -124,7 +151,14 @@ def dtype_object(name: str) -> Any:
     """The user-facing dtype object (what ``nl.<name>`` is) for a canonical name."""
     if name == "tfloat32":
         return tfloat32
+    if name in PACKED:
+        return PACKED[name]
     return _STORAGE[name].type
+
+
+def is_packed(name: str) -> bool:
+    """True for the MX 4-packed dtypes (their storage words are bit patterns, never converted by value)."""
+    return name in PACKED
 
 
 def _round_tf32(x: np.ndarray) -> np.ndarray:
@@ -149,6 +183,13 @@ def cast(values: np.ndarray, name: str) -> np.ndarray:
     st = _STORAGE[name]
     if values.dtype == st:
         return values
+    if name in PACKED:   # packed words are written raw (DMA, quantize_mx); only zero fills convert
+        if values.dtype.kind in "iu" or not np.any(values):
+            return np.zeros(values.shape, dtype=st) if values.dtype.kind == "f" else values.astype(st)
+        from trnsim.nki.rules import KernelError
+        raise KernelError("err_unsupported_dtype", f"{name} holds packed words (four narrow floats each); a "
+                          "computed float value cannot be written into it", "quantize with nisa.quantize_mx, or pack "
+                          "on the host with trnsim.nki.packed.pack_x4 and DMA the words in")
     if st.kind in "iu" and values.dtype.kind == "f":
         info = np.iinfo(st)
         with np.errstate(invalid="ignore"):
@@ -212,3 +253,6 @@ def compute_dtype(name: str) -> np.dtype:
 
 ALL_DTYPE_NAMES = tuple(_STORAGE)
 _ITEMSIZE = {n: (4 if n == "tfloat32" else d.itemsize) for n, d in _STORAGE.items()}
+
+# Names of the x4 packed MX types (``nl.float8_e5m2_x4`` ...), as used by the language layer.
+X4_NAMES = frozenset(PACKED)

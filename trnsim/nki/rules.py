@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+# frames in these directories are trnsim's own (errors point at the first frame outside them): trnsim/nki and the
+# Beta 1 adapter trnsim/neuronxcc. Both start with the common prefix below, checked with one startswith.
+_INTERNAL_DIRS = (_PKG_DIR, os.path.join(os.path.dirname(_PKG_DIR), "neuronxcc"))
 TARGETS = ("trn1", "inf2", "trn2", "trn3")
 
 
@@ -41,13 +44,13 @@ KernelError.__module__ = "trnsim.nki"
 
 
 def _is_internal(filename: str) -> bool:
-    return filename.startswith(_PKG_DIR)
+    return filename.startswith(_INTERNAL_DIRS)
 
 
 def user_frame():
     """The innermost stack frame outside trnsim.nki (the kernel line that called the API)."""
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while f is not None and f.f_code.co_filename.startswith(_INTERNAL_DIRS):
         f = f.f_back
     return f
 
@@ -71,7 +74,7 @@ def short_location(skip: int = 0) -> str | None:
         f = sys._getframe(1 + skip)
     except ValueError:
         f = sys._getframe(1)
-    pkg = _PKG_DIR
+    pkg = _INTERNAL_DIRS
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(pkg):
@@ -111,6 +114,7 @@ class Limits:
     vector_free_max_sbuf: int | None
     vector_free_max_psum: int | None
     neuroncore_version: str
+    hbm_bytes: int = 0                 # device memory of the chip (catalog device_memory_gib * 2**30)
 
 
 def _pair(v) -> tuple[int, int]:
@@ -132,7 +136,7 @@ def _from_catalog(name: str) -> Limits:
         gemm_moving_fmax=int(tile.gemm_moving_fmax), bn_stats_fmax=int(tile.bn_stats_fmax),
         tensor_transpose_max=_pair(tile.tensor_transpose_max), vector_transpose_max=_pair(tile.vector_transpose_max),
         vector_free_max_sbuf=tile.vector_free_max_sbuf, vector_free_max_psum=tile.vector_free_max_psum,
-        neuroncore_version=str(core.version))
+        neuroncore_version=str(core.version), hbm_bytes=int(float(t.chip.device_memory_gib) * 2 ** 30))
 
 
 @lru_cache(maxsize=None)
@@ -146,3 +150,19 @@ def limits_for(target: str) -> Limits:
 
 def fmt_shape(shape) -> str:
     return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+class RemovedApiError(KernelError, AttributeError):
+    """An API of an older NKI generation used through the current one (also an AttributeError, so
+    ``hasattr`` answers False). The message names the current form."""
+
+
+RemovedApiError.__module__ = "trnsim.nki"
+
+
+def removed_api(name: str, current_form: str) -> RemovedApiError:
+    """The error for ``name``, which NKI 0.6 no longer has; ``current_form`` says what to write instead."""
+    return RemovedApiError("err_removed_api", f"{name} is not part of NKI 0.6 (it belongs to NKI Beta 1, "
+                           "neuronxcc.nki)",
+                           f"{current_form}; or keep Beta 1 code as it is with "
+                           "import trnsim.neuronxcc.nki as nki (and .language as nl, .isa as nisa)", location="")

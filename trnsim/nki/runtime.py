@@ -1,811 +1,31 @@
-"""Kernel execution: tracing context, allocation tracking, dependencies, jit / simulate / SPMD.
+"""The kernel runtime (layer 5): launching kernels, kernel arguments and results, ``jit`` / ``simulate``.
 
-A kernel runs eagerly in Python: every ``nl``/``nisa`` call checks its rules, computes its result
-with numpy (unless ``numerics=False``) and appends one :class:`~trnsim.nki.trace.Instruction` to the
-trace. Loops are unrolled as they run.
-
-Allocation lifetime (documented rule): an SBUF/PSUM tensor is live from creation until the end of
-the ``nl.affine_range`` / ``sequential_range`` / ``static_range`` iteration that created it, or
-until the kernel drops its last reference to it, whichever comes first (tensors created outside
-any NKI loop live until the kernel instance ends or drops them). Using a tensor after its loop
-iteration ended is ``err_local_variable_used_out_of_scope``. Live SBUF bytes per partition are
-summed over live tensors and checked against the target's usable SBUF per partition; each live
-PSUM tensor occupies whole banks (ceil(bytes per partition / bank bytes)) and the live bank count
-is checked against the target's bank count.
-
-Dependencies: each instruction depends on the earlier instructions whose regions overlap its own
-(read-after-write, write-after-read, write-after-write), tracked per allocation with per-allocation
-access lists that are pruned when a write covers earlier accesses.
-
-Tracing speed (timing-only traces of tens of thousands of instructions): shape-only facts of a new
-tile (normalised shape, layout, PSUM banks, full-view geometry) are checked once per (shape, dtype,
-buffer, partition dim) and memoised (``Context._tile_spec``); the partition / PSUM-bank rules still run
-on the first allocation of each spec and the state-dependent capacity rules on every allocation. Trace
-Operands are cached per view and per tensor (full view, or basic sub-view by its ranges); the records
-are built with ``trace.make_*`` (same dataclasses, cheaper construction). Measured in
-tests/test_bench_nki.py.
+``run_kernel`` wraps numpy inputs as HBM tensors, runs the kernel function once per program id of
+the launch (an SPMD grid, or the two physical cores of an LNC=2 launch), checks and unwraps the
+outputs, and returns them with the :class:`~trnsim.nki.trace.Trace`. :class:`Kernel` is an
+``@nki.jit`` kernel; ``simulate(kernel)(*arrays)`` runs it on the CPU simulator (numpy in, numpy out).
 """
 from __future__ import annotations
 
 import ast
-import math
 import gc
 import inspect
+import os
 import textwrap
-import weakref
 from typing import Any, Callable
 
 import numpy as np
 
+import trnsim.nki.language  # noqa: F401  (installs the tensor operator hooks)
+from trnsim.nki import context as _context
+from trnsim.nki import tensors as _tensors
 from trnsim.nki import dtypes as dt
 from trnsim.nki._blas import single_thread_blas
-from trnsim.nki.rules import KernelError, fmt_shape, limits_for, short_location, user_location
-from trnsim.nki.tensors import Broadcast, Tensor, View
-from trnsim.nki.trace import (Allocation, Instruction, Operand, Region, Trace, make_allocation, make_instruction,
-                              make_operand, make_region)
+from trnsim.nki.context import Context
+from trnsim.nki.rules import TARGETS, KernelError, fmt_shape
+from trnsim.nki.tensors import Tensor, View
+from trnsim.nki.trace import Trace
 
-_CURRENT: "Context | None" = None
-_new_tensor = object.__new__
-
-
-def current() -> "Context":
-    ctx = _CURRENT
-    if ctx is None:
-        raise KernelError("err_nki_api_outside_of_nki_kernel",
-                          "NKI API called outside of a kernel",
-                          "call it inside a function run by nki.simulate_kernel / an @nki.jit kernel")
-    return ctx
-
-
-class _AllocRec:
-    """Bookkeeping of one allocation: ``info`` = (alloc_id, name, buffer, shape, dtype, bytes_per_partition,
-    partitions, is_kernel_io) and the first/last instruction that accessed it (-1 if none)."""
-    __slots__ = ("info", "first_use", "last_use")
-
-    def __init__(self, info: tuple):
-        self.info = info
-        self.first_use = -1
-        self.last_use = -1
-
-
-class Context:
-    """State of one kernel trace (all SPMD instances)."""
-
-    def __init__(self, kernel_name: str, target: str, numerics: bool, grid: tuple[int, ...]):
-        self.kernel_name = kernel_name
-        self.target = target
-        self.limits = limits_for(target)
-        self.numerics = numerics
-        self.grid = grid
-        self.instructions: list[Instruction] = []
-        self.allocs: list[_AllocRec] = []
-        self.writes: dict[int, list] = {}
-        self.reads: dict[int, list] = {}
-        self.scopes: list[list] = [[]]
-        self.loops: list[tuple[str, int, int]] = []   # (kind, loop uid, iteration) of enclosing NKI loops
-        self.affine_writes: dict[int, dict] = {}       # loop uid -> {(alloc, shape): {iteration: [union, boxes]}}
-        self.n_affine = 0
-        self.sbuf_used = 0
-        self.psum_banks_used = 0
-        self.live: dict[int, tuple[str, int, int, str, tuple]] = {}
-        self.peak_sbuf_bytes = 0
-        self.peak_psum_banks = 0
-        self.peak_pending = -1   # index of the instruction whose result temp is not yet in the peak (see _flush_peak)
-        self.program_id: tuple[int, ...] = ()
-        self.shared: list[Tensor] = []
-        self.shared_pos = 0
-        self.new_style = True
-        self.active = True
-        self.last_out: Any = None      # weakref to the tensor written by the last instruction
-        self.last_out_index = -1
-        self.last_vals: np.ndarray | None = None   # float32 result of the last op, before its output cast
-        self.last_mask: np.ndarray | None = None   # mask= of the last op (elements it actually wrote)
-        self.deferred: list = []                  # temps allocated over capacity, checked at the next instruction
-        self._specs: dict = {}                    # memo of _tile_spec
-
-    # ------------------------------------------------------------------ allocation
-    def new_alloc(self, name: str, buffer: str, shape, dtype_name: str, bpp: int, partitions: int,
-                  is_io: bool) -> int:
-        aid = len(self.allocs)
-        self.allocs.append(_AllocRec((aid, name, buffer, tuple(shape), dtype_name, bpp, partitions, is_io)))
-        return aid
-
-    def _tile_spec(self, shape, dtype_name: str, buffer: str, pdim: int, name: str, api: str):
-        """Shape-only facts of a new tensor, checked once per (shape, dtype, buffer, pdim) and memoised:
-        (normalised shape, Tensor attribute template, PSUM banks). Raises the partition / PSUM-bank rules."""
-        key = (shape, dtype_name, buffer, pdim)
-        try:
-            spec = self._specs.get(key)
-        except TypeError:   # unhashable shape (e.g. a list)
-            key = None
-            spec = None
-        if spec is not None:
-            return spec
-        shape = tuple(map(int, shape))
-        lim = self.limits
-        if buffer != "hbm":
-            if len(shape) < 2 and buffer in ("sbuf", "psum"):
-                shape = shape + (1,) * (2 - len(shape)) if shape else (1, 1)
-            p = shape[pdim]
-            if p > lim.pmax:
-                raise KernelError("err_num_partition_exceed_arch_limit",
-                                  f"number of partitions {p} exceed architecture limitation of {lim.pmax}. "
-                                  f"(tile {name or api}{fmt_shape(shape)}; partition dim is dimension {pdim})",
-                                  f"tile the partition dimension into chunks of at most {lim.pmax} "
-                                  "(nl.tile_size.pmax)")
-        proto = Tensor(None, shape, dtype_name, buffer, "", pdim=pdim)
-        banks = 0
-        if buffer == "psum":
-            tile_bytes = proto.itemsize
-            for k in range(pdim + 1, len(shape)):
-                tile_bytes *= shape[k]
-            # TC#2: one PSUM tile fits a bank; NC-v4 matmuls may span banks up to gemm_moving_fmax fp32
-            if tile_bytes > max(lim.psum_bank_bytes, 4 * lim.gemm_moving_fmax):
-                raise KernelError("err_psum_tile_exceeds_bank",
-                                  f"PSUM tile {name or api}{fmt_shape(shape)} {dtype_name} needs {tile_bytes} bytes "
-                                  f"per partition but one PSUM bank holds {lim.psum_bank_bytes} bytes "
-                                  f"({lim.psum_fmax} fp32 elements) per partition on {self.target} "
-                                  f"(nl.tile_size.psum_fmax = {lim.psum_fmax})",
-                                  f"split the free dimension into tiles of at most {lim.psum_fmax} fp32 elements, "
-                                  "or add a block dimension: "
-                                  "nl.ndarray((n, nl.par_dim(128), 512), ..., buffer=nl.psum)")
-            nblocks = 1
-            for k in range(pdim):
-                nblocks *= shape[k]
-            banks = nblocks * max(1, -(-tile_bytes // lim.psum_bank_bytes))
-        fv = proto.full_view()
-        proto._full_geom = fv.region() + (fv.contiguous_bytes(),)   # geometry of the full-view Operand
-        template = dict(proto.__dict__)
-        del template["ctx"], template["name"], template["kind"]
-        spec = (shape, template, banks)
-        if key is not None and len(self._specs) < 4096:
-            self._specs[key] = spec
-        return spec
-
-    def new_tensor(self, shape, dtype_name: str, buffer: str, name: str = "", *, pdim: int = 0,
-                   kind: str = "local", fill: Any = "uninit", api: str = "ndarray", temp: bool = False) -> Tensor:
-        """Allocate a tensor, checking partition, PSUM-bank and SBUF-capacity rules.
-
-        ``temp``: the result tile of an instruction. If it does not fit, the capacity error is deferred
-        to the next instruction: ``buf[...] = op(...)`` / ``psum += matmul(...)`` write straight into
-        ``buf`` on the hardware, so a temporary that is retargeted at once never occupies memory.
-        """
-        try:
-            spec = self._specs.get((shape, dtype_name, buffer, pdim))
-        except TypeError:
-            spec = None
-        if spec is None:
-            spec = self._tile_spec(shape, dtype_name, buffer, pdim, name, api)
-        shape, template, banks = spec
-        lim = self.limits
-        if temp and 0 <= self.peak_pending < len(self.instructions):
-            self._flush_peak()
-        # same attributes as Tensor(self, shape, dtype_name, buffer, name, pdim=pdim, kind=kind), from the template
-        t = _new_tensor(Tensor)
-        d = t.__dict__
-        d.update(template)
-        d["ctx"] = self
-        d["name"] = name
-        d["kind"] = kind
-        d["depth"] = len(self.loops)
-        allocs = self.allocs
-        aid = d["alloc_id"] = len(allocs)
-        bpp = template["bytes_per_partition"]
-        allocs.append(_AllocRec((aid, name, buffer, shape, dtype_name, bpp, template["partitions"],
-                                 kind in ("input", "output", "shared"))))
-        if buffer == "sbuf":
-            need = bpp
-            if temp and self.sbuf_used + need > lim.sbuf_bytes_per_partition:
-                self.deferred.append((weakref.ref(t), len(self.instructions), shape, dtype_name, name, api,
-                                      user_location()))
-                need = 0
-            if self.sbuf_used + need > lim.sbuf_bytes_per_partition:
-                live = [v for v in self.live.values() if v[0] == "sbuf"]
-                biggest = sorted(live, key=lambda v: -v[1])[:3]
-                desc = ", ".join(f"{v[3] or 'tile'}{fmt_shape(v[4])} {v[1]} B" for v in biggest)
-                raise KernelError("err_sbuf_over_capacity",
-                                  f"SBUF over capacity: allocating {name or api}{fmt_shape(shape)} {dtype_name} needs "
-                                  f"{need} bytes per partition, {self.sbuf_used} bytes per partition are already "
-                                  f"used by {len(live)} live tensors (largest: {desc or 'none'}); {self.target} has "
-                                  f"{lim.sbuf_bytes_per_partition} usable SBUF bytes per partition",
-                                  "use smaller tiles, allocate buffers inside the loop that uses them so they are "
-                                  "released each iteration, or reuse one buffer")
-            self.sbuf_used += need
-            if not temp and self.sbuf_used > self.peak_sbuf_bytes:
-                self.peak_sbuf_bytes = self.sbuf_used
-            self.live[t.alloc_id] = ("sbuf", need, 0, name, shape)
-        elif buffer == "psum":
-            if temp and self.psum_banks_used + banks > lim.psum_banks:
-                self.deferred.append((weakref.ref(t), len(self.instructions), shape, dtype_name, name, api,
-                                      user_location()))
-                banks = 0
-            if self.psum_banks_used + banks > lim.psum_banks:
-                raise KernelError("err_psum_banks_exhausted",
-                                  f"more PSUM banks live than exist: allocating {name or api}{fmt_shape(shape)} "
-                                  f"needs {banks} bank(s) while {self.psum_banks_used} of {lim.psum_banks} are held "
-                                  f"by live PSUM tensors on {self.target}",
-                                  "evacuate PSUM results to SBUF (nl.copy) and allocate PSUM tiles inside the loop "
-                                  "so they are released each iteration; keep at most "
-                                  f"{lim.psum_banks} PSUM tiles of one bank alive")
-            self.psum_banks_used += banks
-            if not temp and self.psum_banks_used > self.peak_psum_banks:
-                self.peak_psum_banks = self.psum_banks_used
-            self.live[t.alloc_id] = ("psum", 0, banks, name, shape)
-        if buffer != "hbm":
-            self.scopes[-1].append(weakref.ref(t))
-            if temp:
-                # a result temp counts toward the peak only if it outlives the statement that made it
-                # (``buf[...] = op(...)`` / ``psum += matmul(...)`` write straight into buf on hardware)
-                self.peak_pending = len(self.instructions)
-        if self.numerics:
-            st = dt.storage_dtype(dtype_name)
-            if isinstance(fill, str):  # uninitialised: NaN for floats, 4 for ints (as NKI's simulator)
-                t.data = np.full(shape, np.nan if dt.is_float(dtype_name) else 4, dtype=st)
-            else:
-                t.data = dt.cast(np.full(shape, fill, dtype=np.float32), dtype_name)
-            if buffer == "psum":
-                t.acc = np.zeros(shape, dtype=bool)
-        return t
-
-    def _flush_peak(self) -> None:
-        self.peak_pending = -1
-        if self.sbuf_used > self.peak_sbuf_bytes:
-            self.peak_sbuf_bytes = self.sbuf_used
-        if self.psum_banks_used > self.peak_psum_banks:
-            self.peak_psum_banks = self.psum_banks_used
-
-    def release(self, t: Tensor) -> None:
-        if not t.live:
-            return
-        t.live = False
-        rec = self.live.pop(t.alloc_id, None)
-        if rec is not None:
-            self.sbuf_used -= rec[1]
-            self.psum_banks_used -= rec[2]
-
-    def push_scope(self, kind: str, uid: int = 0, iteration: int = 0) -> None:
-        self.scopes.append([])
-        self.loops.append((kind, uid, iteration))
-        if kind == "affine_range":
-            self.n_affine += 1
-
-    def pop_scope(self) -> None:
-        if len(self.scopes) <= 1:
-            return
-        scope = self.scopes.pop()
-        if self.loops.pop()[0] == "affine_range":
-            self.n_affine -= 1
-        loc = None
-        for r in scope:
-            t = r()
-            if t is not None and t.live:
-                if loc is None:
-                    loc = short_location()
-                self.release(t)
-                t.freed_line = loc
-
-    # ------------------------------------------------------------------ trace
-    def operand(self, v: View, *, name: str | None = None) -> Operand:
-        """The trace Operand of view ``v`` (cached on the view, and per tensor by full view / ranges)."""
-        t = v.tensor
-        if t.alias is not None:
-            return self.operand(t.alias)
-        op = v._op
-        if op is not None:
-            return op
-        cache = None
-        ranges = v.ranges
-        if v.adv is None:
-            if ranges is t._full_ranges:
-                op = t._full_op
-                if op is not None:
-                    v._op = op
-                    return op
-            else:
-                cache = t._ops
-                if cache is None:
-                    cache = t._ops = {}
-                else:
-                    op = cache.get(ranges)
-                    if op is not None:
-                        v._op = op
-                        return op
-        buf = t.buffer
-        geom = t._full_geom if cache is None and v.adv is None else None
-        if geom is not None:   # full view of a tensor made by new_tensor: geometry memoised per tile spec
-            op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
-                              make_region(buf, t.alloc_id, geom[0], geom[1], geom[2], geom[3]), geom[4])
-        else:
-            reg = v._reg
-            p0, np_, b0, b1 = reg if reg is not None else v.region()
-            op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
-                              make_region(buf, t.alloc_id, p0, np_, b0, b1), v.contiguous_bytes())
-        v._op = op
-        if cache is not None:
-            cache[ranges] = op
-        elif v.adv is None:
-            t._full_op = op
-        return op
-
-    def check_live(self, t: Tensor) -> None:
-        if not t.live:
-            raise KernelError("err_local_variable_used_out_of_scope",
-                              f"tensor {t.name or 'tile'}{fmt_shape(t.shape)} in {t.buffer} is used after the loop "
-                              f"iteration that created it ended" + (f" (released at {t.freed_line})"
-                                                                     if t.freed_line else ""),
-                              "allocate the buffer before the loop (nl.ndarray / nl.zeros) and write into it with "
-                              "buf[...] = ..., or use the value inside the loop")
-
-    def _check_deferred(self, idx: int) -> None:
-        keep = []
-        for ref, at, shape, dtype_name, name, api, loc in self.deferred:
-            t = ref()
-            if t is None or not t.live or t.alias is not None:
-                continue
-            if at >= idx:
-                keep.append((ref, at, shape, dtype_name, name, api, loc))
-                continue
-            buf = t.buffer
-            self.deferred = []
-            if buf == "psum":
-                raise KernelError("err_psum_banks_exhausted",
-                                  f"more PSUM banks live than exist: the result {fmt_shape(shape)} of '{api}' needs a "
-                                  f"PSUM bank while {self.psum_banks_used} of {self.limits.psum_banks} are held by "
-                                  "live "
-                                  f"PSUM tensors on {self.target}",
-                                  "accumulate into an existing PSUM tile (acc += nl.matmul(...)) or free PSUM tiles "
-                                  "by evacuating them to SBUF inside the loop", location=loc[0], source=loc[1])
-            raise KernelError("err_sbuf_over_capacity",
-                              f"SBUF over capacity: the result {fmt_shape(shape)} {dtype_name} of '{api}' needs "
-                              f"{t.bytes_per_partition} bytes per partition, {self.sbuf_used} bytes per partition are "
-                              f"already used; {self.target} has {self.limits.sbuf_bytes_per_partition} usable SBUF "
-                              "bytes per partition",
-                              "write the result into an existing buffer (buf[...] = op(...)) or use smaller tiles",
-                              location=loc[0], source=loc[1])
-        self.deferred = keep
-
-    def emit(self, opcode: str, engine: str, reads, writes, attrs: dict, flops: int = 0,
-             bytes_moved: int = 0, free_elements: int = 0, partitions: int = 0) -> int:
-        """Append one Instruction reading ``reads`` and writing ``writes`` (views); dependencies are the earlier
-        instructions whose accesses overlap (RAW, WAR, WAW). Returns its index."""
-        instructions = self.instructions
-        idx = len(instructions)
-        if self.deferred:
-            self._check_deferred(idx)
-        if 0 <= self.peak_pending < idx:
-            self._flush_peak()
-        deps: set[int] = set()
-        rops = []
-        allocs = self.allocs
-        wtab = self.writes
-        rtab = self.reads
-        for v in reads:
-            if type(v) is Broadcast:
-                v = v.view
-            t = v.tensor
-            if not t.live:
-                self.check_live(t)
-            op = v._op
-            if op is None or t.alias is not None:
-                op = self.operand(v)
-            rops.append(op)
-            r = op.region
-            aid = r.alloc_id
-            p0 = r.partition_start
-            p1 = p0 + r.partitions
-            b0 = r.byte_start
-            b1 = r.byte_stop
-            wl = wtab.get(aid)
-            if wl:
-                for e in wl:
-                    if e[0] < p1 and p0 < e[1] and e[2] < b1 and b0 < e[3]:
-                        deps.add(e[4])
-            rl = rtab.get(aid)
-            if rl is None:
-                rtab[aid] = [(p0, p1, b0, b1, idx)]
-            else:
-                rl.append((p0, p1, b0, b1, idx))
-            rec = allocs[aid]
-            if rec.first_use < 0:
-                rec.first_use = idx
-            rec.last_use = idx
-        wops = []
-        n_affine = self.n_affine
-        for v in writes:
-            t = v.tensor
-            if not t.live:
-                self.check_live(t)
-            if t.kind == "input" and not t.mutable:
-                raise KernelError("err_cannot_update_immutable_parameter",
-                                  f"cannot write kernel input `{t.name}`{fmt_shape(t.shape)}: kernel inputs are "
-                                  "immutable",
-                                  "allocate an output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm), write it "
-                                  "and return it (or annotate the parameter nt.mutable_tensor and return it)")
-            t.written = True
-            root = t.root
-            if root is not None:
-                root.written = True
-            op = v._op
-            if op is None or t.alias is not None:
-                op = self.operand(v)
-            wops.append(op)
-            if n_affine and t.depth < len(self.loops) and not _rmw(op, rops):
-                self.check_affine_write(v)
-            r = op.region
-            aid = r.alloc_id
-            wl = wtab.get(aid)
-            if wl is None and rtab.get(aid) is None:   # first access of a fresh allocation (e.g. a result tile)
-                wtab[aid] = [(r.partition_start, r.partition_start + r.partitions, r.byte_start, r.byte_stop, idx)]
-                rec = allocs[aid]
-                if rec.first_use < 0:
-                    rec.first_use = idx
-                rec.last_use = idx
-            else:
-                self._write_access(r, idx, deps)
-        if deps:
-            deps.discard(idx)
-            deps = tuple(sorted(deps)) if len(deps) > 1 else tuple(deps)
-        else:
-            deps = ()
-        ins = make_instruction(idx, opcode, engine, tuple(rops), tuple(wops), attrs, flops, bytes_moved,
-                               deps, free_elements, partitions, short_location(2), self.program_id)
-        loops = self.loops
-        if loops:
-            attrs.setdefault("loop", loops[-1][0])
-        instructions.append(ins)
-        return idx
-
-    def check_affine_write(self, v: View) -> None:
-        """err_unexpected_output_dependencies: two iterations of one nl.affine_range loop write overlapping
-        parts of a tensor created outside the loop (read-modify-write accumulations are exempt, as NKI's
-        "associative reductions are not loop-carried dependencies")."""
-        t = v.tensor
-        box = tuple(v.dim_bounds())
-        key = (t.alloc_id, t.shape)
-        for lvl in range(t.depth, len(self.loops)):
-            kind, uid, it = self.loops[lvl]
-            if kind != "affine_range":
-                continue
-            per_loop = self.affine_writes.get(uid)
-            if per_loop is None:
-                per_loop = self.affine_writes[uid] = {}
-            rec = per_loop.get(key)
-            if rec is None:
-                rec = per_loop[key] = {}
-            for it2, (ubox, boxes) in rec.items():
-                if it2 == it or not _box_overlap(ubox, box):
-                    continue
-                for b in boxes:
-                    if _box_overlap(b, box):
-                        lo = [max(x[0], y[0]) for x, y in zip(b, box)]
-                        hi = [min(x[1], y[1]) for x, y in zip(b, box)]
-                        where = ", ".join(f"{a}:{c + 1}" for a, c in zip(lo, hi))
-                        raise KernelError("err_unexpected_output_dependencies",
-                                          f"iterations {it2} and {it} of an nl.affine_range loop both write "
-                                          f"`{t.name or 'tile'}`[{where}] (tensor {fmt_shape(t.shape)} in {t.buffer}, "
-                                          "created outside the loop): affine_range iterations must be independent",
-                                          "index the write with the loop variable so each iteration writes its own "
-                                          "part, allocate the buffer inside the loop, or use nl.sequential_range for "
-                                          "a loop-carried dependency")
-            cur = rec.get(it)
-            if cur is None:
-                rec[it] = [box, [box]]
-            else:
-                cur[0] = tuple((min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(cur[0], box))
-                cur[1].append(box)
-
-    def forget_loop(self, uid: int) -> None:
-        self.affine_writes.pop(uid, None)
-
-    def _write_access(self, r: Region, idx: int, deps: set[int] | None = None) -> set[int]:
-        """Record a write of region ``r`` by instruction ``idx``; add the indices of earlier overlapping
-        accesses to ``deps`` (a new set if None) and return it. Earlier accesses the write covers entirely are
-        dropped from the per-allocation lists (later accesses overlapping them overlap this write too)."""
-        aid = r.alloc_id
-        p0 = r.partition_start
-        p1 = p0 + r.partitions
-        b0 = r.byte_start
-        b1 = r.byte_stop
-        if deps is None:
-            deps = set()
-        wtab = self.writes
-        rtab = self.reads
-        for table in (wtab, rtab):
-            lst = table.get(aid)
-            if not lst:
-                continue
-            keep = None
-            for i, e in enumerate(lst):
-                if e[0] < p1 and p0 < e[1] and e[2] < b1 and b0 < e[3]:
-                    deps.add(e[4])
-                    if p0 <= e[0] and e[1] <= p1 and b0 <= e[2] and e[3] <= b1:
-                        if keep is None:
-                            keep = lst[:i]
-                        continue
-                if keep is not None:
-                    keep.append(e)
-            if keep is not None:
-                table[aid] = keep
-        wl = wtab.get(aid)
-        if wl is None:
-            wtab[aid] = [(p0, p1, b0, b1, idx)]
-        else:
-            wl.append((p0, p1, b0, b1, idx))
-        rec = self.allocs[aid]
-        if rec.first_use < 0:
-            rec.first_use = idx
-        rec.last_use = idx
-        return deps
-
-    def retarget_last_write(self, temp: Tensor, dst: View, rmw: bool = False) -> None:
-        """Make the last instruction (which wrote ``temp``) write ``dst`` instead (``dst[...] = op(...)``)."""
-        ins = self.instructions[-1]
-        dt_ = dst.tensor
-        if not dt_.live:
-            self.check_live(dt_)
-        if dt_.kind == "input" and not dt_.mutable:
-            raise KernelError("err_cannot_update_immutable_parameter",
-                              f"cannot write kernel input `{dt_.name}`{fmt_shape(dt_.shape)}: kernel inputs are "
-                              "immutable",
-                              "allocate an output with nl.ndarray(..., buffer=nl.shared_hbm) and return it")
-        dt_.written = True
-        op = dst._op
-        if op is None or dt_.alias is not None:
-            op = self.operand(dst)
-        if self.n_affine and not rmw and dt_.depth < len(self.loops) and not _rmw(op, ins.reads):
-            self.check_affine_write(dst)
-        iidx = ins.index
-        r = op.region
-        raid = r.alloc_id
-        if self.writes.get(raid) is None and self.reads.get(raid) is None:
-            # first access of a fresh allocation (``buf = nl.ndarray(...); buf[...] = op(...)``): no dependencies
-            self.writes[raid] = [(r.partition_start, r.partition_start + r.partitions, r.byte_start, r.byte_stop,
-                                  iidx)]
-            rec = self.allocs[raid]
-            if rec.first_use < 0:
-                rec.first_use = iidx
-            rec.last_use = iidx
-            extra = None
-        else:
-            extra = self._write_access(r, iidx)
-            extra.discard(iidx)
-        # drop the temp's own write record
-        taid = temp.alloc_id
-        wl = self.writes.get(taid)
-        if wl:
-            if len(wl) == 1:
-                if wl[0][4] == iidx:
-                    self.writes[taid] = []
-            else:
-                self.writes[taid] = [e for e in wl if e[4] != iidx]
-        rec = self.allocs[taid]
-        if rec.first_use == iidx:
-            rec.first_use = rec.last_use = -1
-        writes = ins.writes
-        if len(writes) == 1:
-            if writes[0].region.alloc_id == taid:
-                ins.writes = (op,)
-        else:
-            ins.writes = tuple(op if w.region.alloc_id == taid else w for w in writes)
-        if extra:
-            ins.deps = tuple(sorted(extra.union(ins.deps)))
-        temp.alias = dst
-        self.release(temp)
-        temp.live = True  # still readable (through its alias) but holds no capacity
-
-    def trace(self) -> Trace:
-        if self.peak_pending >= 0:
-            self.peak_pending = -1
-        allocs = []
-        for a in self.allocs:
-            i = a.info
-            if a.first_use >= 0 or i[7]:
-                allocs.append(make_allocation(i[0], i[1], i[2], i[3], i[4], i[5], i[6], a.first_use, a.last_use,
-                                              i[7]))
-        return Trace(self.kernel_name, self.target, self.instructions, allocs, self.grid, self.numerics,
-                     self.peak_sbuf_bytes, self.peak_psum_banks)
-
-
-def _box_overlap(a, b) -> bool:
-    for x, y in zip(a, b):
-        if x[0] > y[1] or y[0] > x[1]:
-            return False
-    return True
-
-
-def _rmw(op: Operand, reads) -> bool:
-    """True if the instruction also reads the region it writes (an accumulation)."""
-    r = op.region
-    for o in reads:
-        q = o.region
-        if q.alloc_id == r.alloc_id and q.byte_start < r.byte_stop and r.byte_start < q.byte_stop and \
-                q.partition_start < r.partition_start + r.partitions and \
-                r.partition_start < q.partition_start + q.partitions:
-            return True
-    return False
-
-
-# ---------------------------------------------------------------------------- data helpers
-
-def as_view(x) -> View | Broadcast:
-    if isinstance(x, Tensor):
-        return x.full_view()
-    return x
-
-
-def _index_arrays(v: View) -> tuple:
-    """Broadcast int index arrays (one per tensor dim) of shape v.shape."""
-    if v.adv is not None:
-        return tuple(np.broadcast_to(a.values(), v.shape) if not isinstance(a, int) else a for a in v.adv)
-    out = []
-    vd = 0
-    nd = len(v.shape)
-    for r in v.ranges:
-        if r[0] == "i":
-            out.append(r[1])
-        else:
-            shp = [1] * nd
-            shp[vd] = r[3]
-            out.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3])).reshape(shp), v.shape))
-            vd += 1
-    return tuple(out)
-
-
-def _in_bounds(v: View) -> bool:
-    return all(0 <= lo and hi < s for (lo, hi), s in zip(v.dim_bounds(), v.tensor.shape))
-
-
-def read(x, mask: np.ndarray | None = None, *, raw: bool = False) -> np.ndarray:
-    """Values of a view as float32 (or raw storage if ``raw``); masked-off elements may be garbage."""
-    if isinstance(x, Broadcast):
-        return np.broadcast_to(read(x.view, raw=raw), x.shape)
-    t = x.tensor
-    data = t.data
-    if mask is not None and not _in_bounds(x):
-        out = np.full(x.shape, np.nan, dtype=np.float32 if not raw else data.dtype)
-        idx = _index_arrays(x)
-        sel = tuple(i[mask] if isinstance(i, np.ndarray) else i for i in idx)
-        out[mask] = data[sel]
-        return out
-    vals = data[x.npkey()]
-    if raw:
-        return vals
-    if vals.dtype == np.float32:
-        return vals
-    return vals.astype(np.float32)
-
-
-def write(v: View, values: np.ndarray, mask: np.ndarray | None = None) -> None:
-    """Store ``values`` (any float/int array broadcastable to v.shape) into view ``v`` with the tensor's
-    dtype rounding; only where ``mask`` is true."""
-    t = v.tensor
-    vals = dt.cast(np.asarray(values), t.dtype_name) if not isinstance(values, np.ndarray) or \
-        values.dtype != t.data.dtype else values
-    if t.dtype_name == "tfloat32":
-        vals = dt.cast(np.asarray(values, dtype=np.float32), "tfloat32")
-    if mask is None:
-        t.data[v.npkey()] = vals
-        return
-    vals = np.broadcast_to(vals, v.shape)
-    if _in_bounds(v):
-        key = v.npkey()
-        t.data[key] = np.where(mask, vals, t.data[key])
-        return
-    idx = _index_arrays(v)
-    sel = tuple(i[mask] if isinstance(i, np.ndarray) else i for i in idx)
-    t.data[sel] = vals[mask]
-
-
-# ---------------------------------------------------------------------------- assignment
-
-def assign(dst: View, value) -> None:
-    """``dst[...] = value``: retarget a fresh op result into ``dst``, else copy / memset."""
-    ctx = current()
-    # `t[k] += x` assigns the in-place result back to itself: nothing to do
-    if value is dst.tensor and dst.adv is None and dst.ranges == dst.tensor._full_ranges:
-        return
-    if type(value) is View and value.tensor is dst.tensor and value.adv is None and dst.adv is None \
-            and value.ranges == dst.ranges:
-        return
-    if isinstance(value, Tensor):
-        last = ctx.last_out() if ctx.last_out is not None else None
-        fresh = (last is value and ctx.last_out_index == len(ctx.instructions) - 1 and value.alias is None
-                 and value.kind == "local")
-        if fresh and not (ctx.instructions[-1].opcode in ("nc_matmul", "nc_transpose")
-                          and ctx.instructions[-1].engine == "tensor" and dst.tensor.buffer != "psum"):
-            _check_assign_shape(dst, value.shape, "assign")
-            ins = ctx.instructions[-1]
-            if dst.tensor.buffer == "hbm" and ins.engine != "dma":
-                raise KernelError("err_unsupported_memory",
-                                  f"compute results cannot be written to HBM directly ({dst!r})",
-                                  "compute into an SBUF tile, then nl.store it to HBM")
-            if ctx.numerics:
-                vals = ctx.last_vals if ctx.last_vals is not None else value.data
-                msk = ctx.last_mask
-                if vals.shape != dst.shape:
-                    vals = vals.reshape(dst.shape) if vals.size == math.prod(dst.shape) \
-                        else np.broadcast_to(vals, dst.shape)
-                if msk is not None and msk.shape != dst.shape:
-                    msk = msk.reshape(dst.shape) if msk.size == math.prod(dst.shape) else None
-                write(dst, vals, msk)
-                if dst.tensor.acc is not None:
-                    dst.tensor.acc[dst.npkey()] = ins.opcode == "nc_matmul"
-            dst.tensor.mm_open = ins.opcode == "nc_matmul"
-            ctx.retarget_last_write(value, dst)
-            return
-        value = value.full_view()
-    if isinstance(value, (View, Broadcast)):
-        _check_assign_shape(dst, value.shape, "assign")
-        if dst.tensor.buffer == "hbm" or value.tensor.buffer == "hbm":
-            from trnsim.nki import isa
-            isa._dma(dst, value, None, api="assign")
-            return
-        from trnsim.nki import language as nl
-        nl.copy(value, _dst=dst)
-        return
-    if isinstance(value, (int, float, np.integer, np.floating, bool)):
-        from trnsim.nki import isa
-        isa._memset_into(dst, float(value))
-        return
-    raise KernelError("err_unsupported_assignment", f"cannot assign {type(value).__name__} to a tile",
-                      "assign a tile, an NKI op result, or a Python number")
-
-
-def _check_assign_shape(dst: View, shape, api: str) -> None:
-    ds = tuple(dst.shape)
-    shape = tuple(shape)
-    if ds == shape:
-        return
-    if len(shape) <= len(ds):
-        padded = (1,) * (len(ds) - len(shape)) + shape
-        if all(a == b or a == 1 for a, b in zip(padded, ds)):
-            return
-        if math.prod(ds) == math.prod(shape) and ds[0] == shape[0]:
-            return  # same elements per partition in a different free-dim shape
-    if math.prod(ds) < math.prod(shape):
-        raise KernelError("err_store_dst_shape_smaller_than_other_shape",
-                          f"Illegal assignment destination shape in 'a = b': shape {fmt_shape(ds)} of parameter 'a' is "
-                          f"smaller than other parameter shapes b{fmt_shape(shape)}.",
-                          "make the destination the same shape as the value (or index the value down to it)")
-    raise KernelError("err_shape_mismatch",
-                      f"the value {fmt_shape(shape)} does not fill the destination {fmt_shape(ds)} in '{api}' "
-                      "(only size-1 dimensions broadcast)",
-                      "index the destination down to the value's shape, e.g. out[0:128, 0:256]")
-
-
-def augmented(dst: View, value, op: str):
-    """``dst += value`` (PSUM matmul accumulation when value is a fresh matmul result)."""
-    ctx = current()
-    if op == "add" and isinstance(value, Tensor) and ctx.last_out is not None and ctx.last_out() is value \
-            and ctx.last_out_index == len(ctx.instructions) - 1 and value.alias is None:
-        ins = ctx.instructions[-1]
-        if ins.opcode == "nc_matmul" and dst.tensor.buffer == "psum":
-            _check_assign_shape(dst, value.shape, "+=")
-            t = dst.tensor
-            if ctx.numerics:
-                key = dst.npkey()
-                acc = t.acc[key]
-                group_start = not bool(np.any(acc))
-                old = read(dst)
-                new = value.data.reshape(dst.shape) if value.data.shape != dst.shape else value.data
-                write(dst, np.where(acc, old + new, new))
-                t.acc[key] = True
-            else:
-                group_start = not t.mm_open
-            t.mm_open = True
-            ins.attrs["accumulate"] = not group_start
-            ins.attrs["group_start"] = group_start
-            ctx.retarget_last_write(value, dst, rmw=True)
-            if not group_start:  # the accumulation reads the destination
-                ins.reads = ins.reads + (ctx.operand(dst),)
-            return dst if not dst.is_full() else dst.tensor
-    from trnsim.nki import language as nl
-    fn = getattr(nl, op)
-    fn(dst, value, _dst=dst)
-    return dst.tensor if dst.is_full() else dst
-
-
-# ---------------------------------------------------------------------------- kernels
 
 def _returns_value(func: Callable) -> bool:
     try:
@@ -852,8 +72,18 @@ def _mutable_params(func: Callable) -> set[str]:
 
 def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
     from trnsim.nki import typing as nt
+    if isinstance(value, list):
+        raise KernelError("err_kernel_input_list",
+                          f"kernel input `{name}` is a Python list; kernels take numpy arrays (and tuples or numbers "
+                          "for compile-time parameters)",
+                          f"pass a numpy array: np.asarray({name}, dtype=np.float32); for a parameter use a tuple",
+                          location="")
     if isinstance(value, nt.TensorSpec):
+        if not value.shape or any(s < 1 for s in value.shape):
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` spec has shape {list(value.shape)}",
+                              "every dimension must be >= 1", location="")
         t = Tensor(ctx, value.shape, value.dtype_name, "hbm", name, kind="input")
+        ctx.charge_hbm(name, t.shape, t.dtype_name, t.bytes_per_partition)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, t.dtype_name, t.bytes_per_partition, 1, True)
         t.mutable = mutable or not ctx.new_style
         return t, None
@@ -869,6 +99,10 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
                               "float8_e4m3, float8_e5m2)", location="") from None
         if arr.ndim == 0:
             return value, None
+        if arr.size == 0:
+            raise KernelError("err_invalid_shape", f"kernel input `{name}` has shape {list(arr.shape)} (no elements)",
+                              "pass an array with every dimension >= 1", location="")
+        ctx.charge_hbm(name, arr.shape, name_dt, arr.size * dt.itemsize(name_dt))
         t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input",
                    data=np.array(arr, copy=True) if ctx.numerics else None)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, name_dt, t.bytes_per_partition, 1, True)
@@ -914,10 +148,14 @@ def _trim_traceback(exc: BaseException) -> None:
         last_user.tb_next = None
 
 
-def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1", numerics: bool = True,
-               grid: tuple[int, ...] | None = None, name: str | None = None):
-    """Run ``func`` for every SPMD program id in ``grid``; returns (outputs, Trace)."""
-    global _CURRENT
+def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2",
+               numerics: bool = True, grid: tuple[int, ...] | None = None, name: str | None = None,
+               dialect: str = "nki", lnc: int = 1, lnc_axis: int = 0):
+    """Run ``func`` for every program id of the launch; returns (outputs, Trace).
+
+    ``grid``: the SPMD launch grid (``()`` for a single instance); ``lnc``: physical NeuronCores of the
+    logical core (1 or 2); a program runs on physical core ``program_id[lnc_axis] % lnc``.
+    ``dialect``: "nki" (NKI 0.6 rules) or "beta1" (Beta 1 rules, ``trnsim.neuronxcc.nki``)."""
     from trnsim.nki import typing as nt
     if any(isinstance(a, nt.TensorSpec) for a in list(args) + list(kwargs.values())):
         numerics = False
@@ -926,6 +164,13 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1
         raise KernelError("err_invalid_grid", f"SPMD grid {grid} has a non-positive size",
                           "every grid dimension must be >= 1", location="")
     ctx = Context(name or getattr(func, "__name__", "kernel"), target, numerics, grid)
+    ctx.dialect = dialect
+    ctx.directives = dict(getattr(func, "_nki_directives", None) or {})
+    ctx.lnc = int(lnc)
+    if ctx.lnc > 1 and ctx.limits.neuroncore_version == "NC-v2":
+        raise KernelError("err_invalid_lnc", f"an LNC={ctx.lnc} launch needs a logical NeuronCore of {ctx.lnc} "
+                          f"physical cores; {target} (NeuronCore-v2) has LNC=1 only",
+                          "launch with kernel[1](...) on trn1/inf2, or target trn2 / trn3", location="")
     ctx.new_style = _returns_value(func)
     mutable = _mutable_params(func)
     try:
@@ -948,8 +193,10 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1
         wrapped_kw[k] = w
         if orig is not None:
             originals.append((w, orig))
-    prev = _CURRENT
-    _CURRENT = ctx
+    prev = _context._CURRENT
+    prev_beta1 = _tensors.DIALECT.beta1
+    _context._CURRENT = ctx
+    _tensors.DIALECT.beta1 = dialect == "beta1"
     result = None
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the trace holds many small objects; cyclic GC passes over them make tracing quadratic
@@ -957,8 +204,9 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1
     blas.__enter__()
     try:
         ids = list(np.ndindex(*grid)) if grid else [()]
-        for pid in ids:
+        for n_pid, pid in enumerate(ids):
             ctx.program_id = tuple(int(p) for p in pid)
+            ctx.core = (pid[lnc_axis] if pid else n_pid) % ctx.lnc
             ctx.shared_pos = 0
             ctx.scopes = [[]]
             ctx.loops = []
@@ -979,7 +227,8 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1
         _trim_traceback(exc)
         raise
     finally:
-        _CURRENT = prev
+        _context._CURRENT = prev
+        _tensors.DIALECT.beta1 = prev_beta1
         ctx.active = False
         blas.__exit__(None, None, None)
         if gc_was_enabled:
@@ -990,3 +239,164 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn1
             if t.written and isinstance(orig, np.ndarray) and orig.flags.writeable:
                 orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data
     return outputs, trace
+
+
+# ---------------------------------------------------------------------------- launching
+
+_PLATFORM = {"trn1": "trn1", "gen2": "trn1", "inf2": "inf2", "trn2": "trn2", "gen3": "trn2", "trn3": "trn3",
+             "gen4": "trn3"}
+DEFAULT_TARGET = "trn2"
+DIALECTS = ("nki", "beta1")
+
+
+def platform_target(name) -> str:
+    """Kernel target of a platform name (trn1|inf2|gen2, trn2|gen3, trn3|gen4), as NKI spells them."""
+    key = str(name).strip().lower()
+    if key in TARGETS:
+        return key
+    if key in _PLATFORM:
+        return _PLATFORM[key]
+    raise KernelError("unknown_target", f"unknown platform target {name!r}",
+                      "use trn1 (or gen2), inf2, trn2 (or gen3) or trn3 (or gen4)", location="")
+
+
+def default_target() -> str:
+    """Kernel target: NEURON_PLATFORM_TARGET_OVERRIDE (trn1|inf2|gen2, trn2|gen3, trn3|gen4) or "trn2"."""
+    env = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip()
+    return platform_target(env) if env else DEFAULT_TARGET
+
+
+class Kernel:
+    """An ``@nki.jit`` kernel. Calling it with numpy arrays simulates it (as ``NKI_SIMULATOR=1`` does).
+
+    ``kernel[2](...)`` launches it on a logical NeuronCore of two physical cores (LNC=2: two program
+    instances, ``nl.program_id(0)`` 0 and 1, ``nl.num_programs()`` 2); ``kernel[g0, g1](...)`` launches an
+    SPMD grid (kept for older kernels). ``last_trace`` holds the trace of the latest call.
+    ``dialect`` is "nki" (NKI 0.6 rules) or "beta1" (``trnsim.neuronxcc.nki``).
+    """
+
+    def __init__(self, func: Callable, grid: tuple[int, ...] | None = None, target: str | None = None,
+                 options: dict | None = None, dialect: str = "nki", lnc: int = 1, lnc_axis: int = 0):
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {DIALECTS}, got {dialect!r}")
+        self.func = func
+        self.grid = grid
+        self.target = target
+        self.options = options or {}
+        self.dialect = dialect
+        self.lnc = lnc
+        self.lnc_axis = lnc_axis
+        self.last_trace: Trace | None = None
+        self.__name__ = getattr(func, "__name__", "kernel")
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.__wrapped__ = func
+
+    def __getitem__(self, grid) -> "Kernel":
+        g = grid if isinstance(grid, tuple) else (grid,)
+        lnc = 1
+        for x in g:
+            lnc = max(lnc, int(getattr(x, "lnc", 1)))
+        if self.dialect == "nki" and len(g) == 1 and not hasattr(g[0], "lnc"):
+            lnc = int(g[0])   # kernel[lnc]: the LNC degree
+            if lnc not in (1, 2):
+                raise KernelError("err_invalid_lnc",
+                                  f"kernel[{lnc}] launches on {lnc} NeuronCores; a logical NeuronCore has 1 or 2",
+                                  "launch with kernel[1](...) or kernel[2](...) (LNC=2 on trn2 / trn3)",
+                                  location="")
+        for x in g:
+            if int(x) < 1:
+                raise KernelError("err_invalid_grid", f"launch grid {tuple(int(v) for v in g)} has a size below 1",
+                                  "every grid dimension must be >= 1", location="")
+        axis = next((k for k, x in enumerate(g) if int(getattr(x, "lnc", 1)) > 1), 0)
+        return Kernel(self.func, tuple(int(x) for x in g), self.target, self.options, self.dialect, lnc, axis)
+
+    def __call__(self, *args, **kwargs):
+        if _context._CURRENT is not None:
+            if self.grid:
+                raise KernelError("err_nested_kernel_with_spmd_grid",
+                                  "a kernel called from inside another kernel cannot have an SPMD grid",
+                                  "call the inner kernel without [grid] (it runs inline)")
+            return self.func(*args, **kwargs)
+        outputs, trace = run_kernel(self.func, args, kwargs, target=self.target or default_target(),
+                                    grid=self.grid, name=self.__name__, dialect=self.dialect, lnc=self.lnc,
+                                    lnc_axis=self.lnc_axis)
+        self.last_trace = trace
+        return outputs
+
+    def __repr__(self) -> str:
+        return f"<nki kernel {self.__name__}" + (f"[{', '.join(map(str, self.grid))}]" if self.grid else "") + ">"
+
+
+def jit(fn: Callable | None = None, **kwargs) -> Any:
+    """``@nki.jit``: make ``fn`` an NKI kernel (a :class:`Kernel`).
+
+    As in NKI 0.6 the target comes from ``NEURON_PLATFORM_TARGET_OVERRIDE`` (default trn2 here);
+    ``platform_target=`` is refused (NKI 0.3+ raises an error for it) and ``mode=`` is ignored. trnsim
+    extension: ``target="trn1"`` pins the kernel's target (used by the course to compare generations).
+    """
+    if "platform_target" in kwargs:
+        raise KernelError("err_removed_api", "nki.jit(platform_target=...) was removed in NKI 0.3",
+                          "set the environment variable NEURON_PLATFORM_TARGET_OVERRIDE (trn1, trn2, trn3) "
+                          "before launching, or nki.jit(target=...) in trnsim", location="")
+    kwargs.pop("mode", None)
+    target = kwargs.pop("target", None)
+    target = platform_target(target) if target is not None else None
+
+    def wrap(f: Callable) -> Kernel:
+        if isinstance(f, Kernel):
+            return Kernel(f.func, f.grid, target or f.target, f.options, f.dialect, f.lnc, f.lnc_axis)
+        if not callable(f):
+            raise TypeError(f"nki.jit decorates a kernel function, got {type(f).__name__}")
+        return Kernel(f, None, target, dict(kwargs))
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_kernel(kernel, dialect: str = "nki") -> Kernel:
+    """``kernel`` as a :class:`Kernel` (a plain function is wrapped; objects with a ``.kernel`` attribute, e.g.
+    a benchmark wrapper, are unwrapped)."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    inner = getattr(kernel, "kernel", None)
+    if inner is not None and callable(inner):
+        return as_kernel(inner, dialect)
+    if not callable(kernel):
+        raise TypeError(f"expected a kernel function, got {type(kernel).__name__}")
+    return Kernel(kernel, None, None, None, dialect)
+
+
+def simulate(kernel) -> Callable:
+    """``nki.simulate(kernel)(*arrays)``: run ``kernel`` on the CPU simulator; numpy in, numpy out.
+
+    ``kernel`` is an ``@nki.jit`` kernel, an LNC launch ``kernel[2]``, or a plain function (wrapped).
+    The returned callable records the trace on the kernel (``kernel.last_trace``).
+    """
+    k = as_kernel(kernel)
+
+    def run(*args, **kwargs):
+        outputs, trace = run_kernel(k.func, args, kwargs, target=k.target or default_target(), grid=k.grid,
+                                    name=k.__name__, dialect=k.dialect, lnc=k.lnc, lnc_axis=k.lnc_axis)
+        k.last_trace = trace
+        if kernel is not k and isinstance(kernel, Kernel):
+            kernel.last_trace = trace
+        return outputs
+
+    run.__name__ = f"simulate({k.__name__})"
+    run.__wrapped__ = k
+    return run
+
+
+def trace_kernel(kernel, *args, target: str | None = None, numerics: bool = True, grid=None,
+                 dialect: str | None = None, **kwargs):
+    """Run ``kernel`` and return ``(outputs, Trace)`` (trnsim's bridge to the performance model).
+
+    ``args`` are numpy arrays or ``nt.tensor[[shape], dtype]`` specs (specs imply numerics=False).
+    With ``numerics=False`` no data is computed and outputs are None. ``grid`` overrides the kernel's
+    launch grid; ``dialect`` overrides the kernel's ("nki" for plain functions).
+    """
+    k = as_kernel(kernel)
+    if grid is not None and not isinstance(grid, tuple):
+        grid = tuple(grid) if isinstance(grid, list) else (int(grid),)
+    return run_kernel(k.func, args, kwargs, target=target or k.target or default_target(), numerics=numerics,
+                      grid=grid if grid is not None else k.grid, name=k.__name__, dialect=dialect or k.dialect,
+                      lnc=k.lnc if grid is None else 1, lnc_axis=k.lnc_axis)

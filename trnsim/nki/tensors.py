@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from trnsim.nki import dtypes as dt
+from trnsim.nki.dtypes import dtype_name as _dtype_name
 from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensor_api import NkiTensorMethods
 
 BUFFERS = ("sbuf", "psum", "hbm")
 
@@ -227,6 +229,9 @@ def mask_array(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
     """Broadcast a ``mask=`` argument to ``shape`` (None = all true)."""
     if mask is None or mask is True:
         return None
+    if not DIALECT.beta1:
+        raise _beta1_only("mask=", "slice the tiles to the valid region instead (x[0:n, 0:m]); mask= was removed in "
+                          "NKI 0.2")
     if isinstance(mask, Mask):
         arr = mask.arr
     elif isinstance(mask, (bool, np.bool_)):
@@ -314,17 +319,18 @@ def _layout(shape: tuple, pdim: int, hbm: bool):
     return lay
 
 
-class Tensor:
+class Tensor(NkiTensorMethods):
     """One allocation. ``shape`` in elements; ``pdim`` is the partition dimension of on-chip tensors."""
     depth = 0   # number of NKI loops enclosing the tensor's creation
     # per-instance state with class-level defaults (tracing creates many tensors; set only when changed)
     live = True
     freed_line: str | None = None
+    parked = None           # NKI 0.6: live-record of a tensor whose loop iteration ended (see Context.recharge)
     acc = None              # PSUM: bool array, True where a matmul accumulation group is open (numerics)
     mutable = True
     _full_op = None         # cached trace Operand of the full view
     _ops = None             # cached trace Operands of basic sub-views, by ranges
-    alias = None            # View this temp tile was retargeted into (see runtime.assign)
+    alias = None            # View this temp tile was retargeted into (see language.assign)
     written = False
     mm_open = False         # PSUM: a matmul accumulation group is open (numerics=False tracking)
     root = None             # the tensor a reshaped HBM tensor views
@@ -376,7 +382,7 @@ class Tensor:
 
     def __del__(self):
         ctx = self.ctx
-        if self.live and ctx is not None and self.buffer != "hbm":
+        if self.live and ctx is not None and self.buffer != "hbm" and self.root is None:
             try:
                 ctx.release(self)
             except Exception:  # never raise from a finalizer
@@ -422,19 +428,42 @@ class Tensor:
 
 
 _new_view = object.__new__
-_runtime = None
 
 
-def _rt():
-    """trnsim.nki.runtime (imported on first use: it imports this module)."""
-    global _runtime
-    if _runtime is None:
-        from trnsim.nki import runtime
-        _runtime = runtime
-    return _runtime
+class _Dialect:
+    """Which language generation the running kernel uses (set by the runtime for each launch): Beta 1 index
+    expressions (``nl.arange`` / ``nl.mgrid``) and ``mask=`` predicates exist only in ``beta1``."""
+    beta1 = True
 
 
-class View:
+DIALECT = _Dialect()
+
+
+def _beta1_only(what: str, current_form: str) -> KernelError:
+    return KernelError("err_removed_api", f"{what} is NKI Beta 1 (neuronxcc.nki); this kernel runs as NKI 0.6",
+                       f"{current_form}; or run Beta 1 code with import trnsim.neuronxcc.nki as nki")
+
+
+class _Hooks:
+    """Operations of tensors that belong to higher layers (assignment, ``+=``, arithmetic operators).
+
+    This module (the bottom layer) never imports them: :mod:`trnsim.nki.language` fills the slots when
+    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``)."""
+    assign = None
+    augmented = None
+    ops = None
+
+
+HOOKS = _Hooks()
+
+
+def _rt() -> _Hooks:
+    if HOOKS.assign is None:
+        raise RuntimeError("trnsim.nki.language is not imported: tile assignment and operators need it")
+    return HOOKS
+
+
+class View(NkiTensorMethods):
     """An access to part of a tensor.
 
     ``ranges`` (basic form) has one entry per tensor dim: ``("i", k)`` integer index, or
@@ -609,24 +638,95 @@ class View:
         return _index(self, key)
 
     def __setitem__(self, key, value) -> None:
-        runtime = _rt()
         dst = self if (key is Ellipsis or (isinstance(key, slice) and key == slice(None)
                                            and len(self.shape) == 1)) else self[key]
-        runtime.assign(dst, value)
+        HOOKS.assign(dst, value)
+
+    def offset_elements(self) -> int:
+        """Flat (row-major) element offset of this view's first element in its tensor."""
+        t = self.tensor
+        if self.adv is not None:
+            idx = tuple(int(np.broadcast_to(a.values(), self.shape).flat[0]) if isinstance(a, IndexExpr) else int(a)
+                        for a in self.adv)
+        else:
+            idx = tuple(r[1] for r in self.ranges)
+        return int(np.ravel_multi_index(idx, t.shape)) if t.shape else 0
+
+    def ap(self, pattern, offset: int | None = None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
+           dtype=None) -> "View":
+        """NKI access pattern (nki-aps.rst): the elements ``flat[offset + sum(step_k * i_k)]`` of the tensor
+        flattened row-major, for ``i_k < num_k`` of ``pattern = [[step_0, num_0], [step_1, num_1], ...]``; the
+        result has shape ``(num_0, num_1, ...)``. ``offset`` (elements) defaults to this view's own offset.
+        On SBUF/PSUM the first pair is the partition access and its step must be the tensor's free size."""
+        t = self.tensor
+        if scalar_offset is not None or vector_offset is not None:
+            raise KernelError("err_unsupported_access_pattern",
+                              "runtime offsets (scalar_offset= / vector_offset=) in .ap() are not simulated by trnsim",
+                              "use a compile-time offset= (a Python int)")
+        if dtype is not None and _dtype_name(dtype) != t.dtype_name:
+            raise KernelError("err_unsupported_access_pattern",
+                              f".ap(dtype=...) reinterpreting {t.dtype_name} is not simulated by trnsim",
+                              "cast with nl.copy(x, dtype=...) or nisa.tensor_copy into a tile of the new dtype")
+        try:
+            pairs = [(int(p[0]), int(p[1])) for p in pattern]
+        except (TypeError, ValueError, IndexError):
+            raise KernelError("err_invalid_access_pattern",
+                              f"access pattern {pattern!r} is not a list of [step, num] pairs",
+                              "write .ap([[partition_step, partitions], [step, num], ...], offset=...)") from None
+        if not pairs or any(n < 1 for _, n in pairs):
+            raise KernelError("err_invalid_access_pattern", f"access pattern {pairs} needs pairs with num >= 1",
+                              "every [step, num] must count at least one element")
+        base = self.offset_elements() if offset is None else int(offset)
+        size = 1
+        for s_ in t.shape:
+            size *= s_
+        if t.buffer != "hbm" and len(t.shape) > 1:
+            free = size // t.shape[0]
+            if pairs[0][0] != free and pairs[0][1] > 1:
+                raise KernelError("err_invalid_access_pattern",
+                                  f"the partition step of access pattern {pairs} on {t.buffer} tensor "
+                                  f"{fmt_shape(t.shape)} is {pairs[0][0]}, but partitions must be read contiguously: "
+                                  f"the step must be the tensor's free size {free}",
+                                  f"use [[{free}, partitions], ...] as the first pair")
+        flat = np.full([n for _, n in pairs], base, dtype=np.int64)
+        for k, (step, n) in enumerate(pairs):
+            shp = [1] * len(pairs)
+            shp[k] = n
+            flat = flat + (step * np.arange(n, dtype=np.int64)).reshape(shp)
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0 or hi >= size:
+            raise KernelError("err_tensor_access_out_of_bound",
+                              f"access pattern {pairs} with offset {base} reads elements {lo}..{hi} of tensor "
+                              f"`{t.name or 'tile'}`{fmt_shape(t.shape)} ({size} elements)",
+                              "shrink the pattern's counts or the offset")
+        idx = np.unravel_index(flat, t.shape)
+        return View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
 
     def reshape(self, shape) -> Tensor:
+        """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
+        on-chip tile keeps its partition dimension and reshapes its free dimensions."""
         t = self.tensor
-        if t.buffer != "hbm" or not self.is_full():
+        if not self.is_full():
             raise KernelError("err_unsupported_reshape",
-                              f"reshape is supported on whole HBM tensors only, not on {self!r}",
-                              "reshape the kernel input (HBM tensor) before loading tiles from it")
-        shape = tuple(int(s) for s in shape)
-        if int(np.prod(shape)) != int(np.prod(t.shape)):
+                              f"reshape of the partial access {self!r}: only whole tensors can be reshaped",
+                              "reshape the whole tensor, then index the result")
+        try:
+            shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+        except (TypeError, ValueError):
+            raise KernelError("err_unsupported_reshape", f"reshape needs a tuple of ints, got {shape!r}",
+                              "pass the new shape as a tuple, e.g. t.reshape((128, 1024))") from None
+        if any(s < 1 for s in shape) or int(np.prod(shape)) != int(np.prod(t.shape)):
             raise KernelError("err_unsupported_reshape",
                               f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}",
                               "the element count must stay the same")
-        new = Tensor(t.ctx, shape, t.dtype_name, "hbm", t.name, kind=t.kind, alloc_id=t.alloc_id,
+        if t.buffer != "hbm" and (shape[0] != t.shape[t.pdim] or t.pdim != 0):
+            raise KernelError("err_unsupported_reshape",
+                              f"reshaping on-chip tile {fmt_shape(t.shape)} into {fmt_shape(shape)} changes its "
+                              f"partition dimension ({t.shape[t.pdim]} partitions)",
+                              "keep the first dimension and reshape only the free dimensions")
+        new = Tensor(t.ctx, shape, t.dtype_name, t.buffer, t.name, kind=t.kind, alloc_id=t.alloc_id,
                      data=None if t.data is None else t.data.reshape(shape))
+        new.acc = None if t.acc is None else t.acc.reshape(shape)
         new.mutable = t.mutable
         new.depth = t.depth
         new.root = t.root or t
@@ -637,8 +737,7 @@ class View:
 
     # ---------------------------------------------------------------- operator sugar
     def _nl(self):
-        from trnsim.nki import language
-        return language
+        return _rt().ops
 
     def __add__(self, o):
         return self._nl().add(self, o)
@@ -805,6 +904,9 @@ def _index(view: View, key) -> View:
                           f"{len(key)} indices for a tile of rank {len(view.shape)} {fmt_shape(view.shape)}",
                           "index each dimension at most once")
     has_expr = any(isinstance(k, IndexExpr) for k in key)
+    if has_expr and not DIALECT.beta1:
+        raise _beta1_only("indexing with nl.arange / nl.mgrid expressions",
+                          "index with slices (x[i * 128:(i + 1) * 128, 0:512]) or an access pattern (x.ap(...))")
     has_slice = any(isinstance(k, (slice, DynSlice)) for k in key)
     if has_expr:
         if has_slice:

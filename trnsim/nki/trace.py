@@ -43,6 +43,9 @@ class Allocation:
     first_use: int               # instruction index of first access (-1 if never used)
     last_use: int                # instruction index of last access (-1 if never used)
     is_kernel_io: bool
+    # optional extension: placement the kernel requested (nki.compiler mod_alloc / nl.ndarray(address=...)),
+    # e.g. {"base_addr": 0, "num_free_tiles": (2,)} (bytes per partition), for a scheduler to honour
+    placement: dict | None = None
 
 
 @dataclass
@@ -60,6 +63,8 @@ class Instruction:
     partitions: int
     source_line: str | None
     program_id: tuple[int, ...] = ()
+    # optional extension: physical NeuronCore of the program instance within its logical core (LNC=2: 0 or 1)
+    core: int = 0
 
 
 @dataclass
@@ -73,6 +78,11 @@ class Trace:
     # optional extensions (trnsim.nki): peak live on-chip usage seen by the allocator while tracing
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_banks: int = 0
+    # physical cores of the logical NeuronCore the kernel was launched on (kernel[2]: 2; Instruction.core says which)
+    lnc: int = 1
+    # kernel-level NKI compiler directives, e.g. {"skip_middle_end_transformations": True}; instruction-level ones
+    # are in Instruction.attrs (a ``no_reorder`` block id: attrs["no_reorder"])
+    directives: dict | None = None
 
     def summary(self) -> dict:
         """Instruction counts per engine and per opcode (for quick inspection)."""
@@ -114,24 +124,26 @@ def make_operand(name: str, buffer: str, shape: tuple, dtype: str, itemsize: int
 
 
 def make_allocation(alloc_id: int, name: str, buffer: str, shape: tuple, dtype: str, bytes_per_partition: int,
-                    partitions: int, first_use: int, last_use: int, is_kernel_io: bool) -> Allocation:
+                    partitions: int, first_use: int, last_use: int, is_kernel_io: bool,
+                    placement: dict | None = None) -> Allocation:
     """``Allocation(...)`` without the frozen-dataclass per-field ``__setattr__`` cost."""
     a = _new(Allocation)
     _set(a, "__dict__", {"alloc_id": alloc_id, "name": name, "buffer": buffer, "shape": shape, "dtype": dtype,
                          "bytes_per_partition": bytes_per_partition, "partitions": partitions,
-                         "first_use": first_use, "last_use": last_use, "is_kernel_io": is_kernel_io})
+                         "first_use": first_use, "last_use": last_use, "is_kernel_io": is_kernel_io,
+                         "placement": placement})
     return a
 
 
 def make_instruction(index: int, opcode: str, engine: str, reads: tuple, writes: tuple, attrs: dict, flops: int,
                      bytes_moved: int, deps: tuple, free_elements: int, partitions: int, source_line: str | None,
-                     program_id: tuple = ()) -> Instruction:
+                     program_id: tuple = (), core: int = 0) -> Instruction:
     """``Instruction(...)`` with one ``__dict__`` assignment instead of 13 attribute stores."""
     i = _new(Instruction)
     i.__dict__ = {"index": index, "opcode": opcode, "engine": engine, "reads": reads, "writes": writes,
                   "attrs": attrs, "flops": flops, "bytes_moved": bytes_moved, "deps": deps,
                   "free_elements": free_elements, "partitions": partitions, "source_line": source_line,
-                  "program_id": program_id}
+                  "program_id": program_id, "core": core}
     return i
 
 

@@ -41,7 +41,10 @@ class _TensorType:
         shape, dtype = key
         if isinstance(shape, int):
             shape = (shape,)
-        return TensorSpec(tuple(int(s) for s in shape), dt.dtype_name(dtype))
+        shape = tuple(int(s) for s in shape)
+        if not shape or any(s < 1 for s in shape):
+            raise ValueError(f"nt.tensor shape {list(shape)} has a size below 1; every dimension must be >= 1")
+        return TensorSpec(shape, dt.dtype_name(dtype))
 
     def __repr__(self) -> str:
         return "nt.tensor"

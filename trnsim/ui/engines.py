@@ -92,9 +92,9 @@ def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
     out of PSUM by the Vector Engine if the last step was a matmul (DMA stores from SBUF) or cast to
     FP32 there if there are no steps, and stored (DMA).
     """
-    import trnsim.nki as nki
-    import trnsim.nki.isa as nisa
-    import trnsim.nki.language as nl
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.isa as nisa
+    import trnsim.neuronxcc.nki.language as nl
 
     steps = validate_steps(steps)
     uses_w = any(k == "matmul" for k, _ in steps)

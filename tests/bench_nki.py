@@ -1,0 +1,66 @@
+"""Tracer speed figures of issue 11 item 7 (run: ``python tests/bench_nki.py``; not part of the unit suite).
+
+1. Timing-only trace (``numerics=False``, shape-only inputs) of the tutorial-size matmul, stage 1 of the
+   journey (``trnsim.kernels.matmul_tiled``), lhsT [8192, 4096] and rhs [8192, 8192] bf16: instructions per
+   second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure).
+2. Numerics-on simulation of the four journey stages at 2048^3 fp32 against numpy's ``a.T @ b`` in the same
+   process (wall and CPU seconds; numpy's BLAS may use several threads, the simulator runs its tile matmuls
+   single-threaded, see ``trnsim.nki._blas``).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import trnsim.nki as nki
+import trnsim.nki.language as nl
+import trnsim.nki.typing as nt
+from trnsim.kernels import MATMUL_JOURNEY, matmul_tiled
+
+
+def timing_only(k: int = 8192, m: int = 4096, n: int = 8192, target: str = "trn1") -> dict:
+    a, b = nt.tensor[[k, m], nl.bfloat16], nt.tensor[[k, n], nl.bfloat16]
+    t0, c0 = time.perf_counter(), time.process_time()
+    _, trace = nki.trace_kernel(matmul_tiled, a, b, numerics=False, target=target)
+    wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    count = len(trace.instructions)
+    return {"instructions": count, "wall_s": wall_s, "cpu_s": cpu_s, "instructions_per_s": count / wall_s,
+            "instructions_per_cpu_s": count / cpu_s}
+
+
+def numerics(size: int = 2048) -> list[dict]:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size)).astype(np.float32)
+    b = rng.standard_normal((size, size)).astype(np.float32)
+    t0, c0 = time.perf_counter(), time.process_time()
+    ref = a.T @ b
+    np_wall, np_cpu = time.perf_counter() - t0, time.process_time() - c0
+    rows = []
+    for kernel in MATMUL_JOURNEY:
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = nki.simulate(kernel)(a, b)
+        wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        rows.append({"kernel": kernel.__name__, "wall_s": wall_s, "cpu_s": cpu_s, "numpy_wall_s": np_wall,
+                     "numpy_cpu_s": np_cpu, "x_numpy_wall": wall_s / np_wall, "x_numpy_cpu": cpu_s / np_cpu,
+                     "max_abs_err": float(np.abs(out - ref).max())})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true", help="quick run: 2048^3 timing-only, 1024^3 numerics")
+    args = ap.parse_args()
+    r = timing_only(2048, 2048, 2048) if args.small else timing_only()
+    print(f"timing-only matmul_tiled: {r['instructions']:,} instructions in {r['wall_s']:.2f} s wall / "
+          f"{r['cpu_s']:.2f} s CPU = {r['instructions_per_s']:,.0f} instr/s wall, "
+          f"{r['instructions_per_cpu_s']:,.0f} instr/s CPU")
+    for row in numerics(1024 if args.small else 2048):
+        print(f"numerics {row['kernel']}: {row['wall_s']:.2f} s wall ({row['x_numpy_wall']:.1f}x numpy's "
+              f"{row['numpy_wall_s']:.2f} s), {row['cpu_s']:.2f} s CPU ({row['x_numpy_cpu']:.1f}x numpy's "
+              f"{row['numpy_cpu_s']:.2f} s), max |error| {row['max_abs_err']:.1e}")
+
+
+if __name__ == "__main__":
+    main()

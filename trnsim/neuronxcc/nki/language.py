@@ -1,0 +1,50 @@
+"""Beta 1 ``nki.language`` (``import trnsim.neuronxcc.nki.language as nl``): the NKI 0.6 language plus the
+names NKI 0.2 removed (``arange``, ``mgrid``, ``par_dim``, ``loop_reduce``, ``static_cast``).
+
+Everything else is :mod:`trnsim.nki.language`; kernels launched through :mod:`trnsim.neuronxcc.nki` run
+with the Beta 1 rules (``mask=``, block dimensions, value-returning instructions, loop-scoped tiles).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki import dtypes as _dt
+from trnsim.nki.language import *  # noqa: F401,F403
+from trnsim.nki.language import __all__ as _nl_all
+from trnsim.nki.dtypes import (bfloat16, bool_, float8_e4m3, float8_e4m3fn, float8_e5m2, float16,  # noqa: F401
+                               float32, int8, int16, int32, tfloat32, uint8, uint16, uint32)
+from trnsim.nki.rules import KernelError
+from trnsim.nki.tensors import IndexExpr, MGrid, ParDim
+
+
+def par_dim(n: int) -> ParDim:
+    """Mark the partition dimension of an on-chip tensor shape (Beta 1 block dimensions)."""
+    return ParDim(n)
+
+
+mgrid = MGrid()
+
+
+def arange(start: int, stop: int | None = None, step: int = 1) -> IndexExpr:
+    """1-D index vector; reshape with ``[:, None]`` (partition) / ``[None, :]`` (free) before indexing."""
+    if stop is None:
+        start, stop = 0, start
+    if int(step) == 0:
+        raise KernelError("err_invalid_range", "nl.arange step cannot be 0", "use a non-zero step, e.g. nl.arange(0, n, 1)")
+    n = len(range(int(start), int(stop), int(step)))
+    return IndexExpr(1, 0, int(start), int(step), n)
+
+
+def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
+    raise KernelError("err_unsupported_api", "nl.loop_reduce is not supported by trnsim",
+                      "accumulate explicitly with acc[...] = nl.add(acc, x) in a sequential_range loop")
+
+
+def static_cast(x, dtype):
+    """Host-side helper: round a numpy array to an NKI dtype (returns numpy)."""
+    return _dt.cast(np.asarray(x, dtype=np.float32), _dt.dtype_name(dtype)).astype(_dt.storage_dtype(
+        _dt.dtype_name(dtype)))
+
+
+
+__all__ = list(_nl_all) + ["par_dim", "mgrid", "arange", "loop_reduce", "static_cast"]

@@ -1,0 +1,149 @@
+"""Scalar Engine ``activation`` / ``activation_reduce``: ``op(data * scale + bias)`` with an optional free-axis reduction."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
+                                   result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa import _accum
+from trnsim.nki.isa.enums import reduce_cmd as _rc
+from trnsim.nki.isa.ops import ACT, ALU, REDUCE, op_name
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None, mask=None,
+                dst=None, api="activation", engine="scalar", reduce_cmd=None):
+    ctx = current()
+    name = op_name(func, "act")
+    v = tile_arg(data, api, "data")
+    check_free_limit(v, api, "data")
+    P = v.shape[0]
+    reads = [v]
+    if is_tile(scale):
+        sv = tile_arg(scale, api, "scale")
+        if sv.tensor.dtype_name != "float32":
+            raise KernelError("err_activation_scale_invalid_type",
+                              f"activation scale tile has dtype {sv.tensor.dtype_name}; it must be float32",
+                              "keep the scale vector in nl.float32")
+    sc, sc_vec = scalar_or_vector(scale, P, api, "scale", reads)
+    if bias is not None and not is_tile(bias):
+        raise KernelError("err_activation_bias_invalid_type", "activation bias must be a [P, 1] tile",
+                          "put the bias in a [P, 1] tile (e.g. nl.full((P, 1), b, nl.float32))")
+    if bias is not None:
+        bv = tile_arg(bias, api, "bias")
+        if bv.tensor.dtype_name not in ("float32", "float16", "bfloat16"):
+            raise KernelError("err_activation_bias_invalid_type",
+                              f"activation bias has dtype {bv.tensor.dtype_name}; it must be float32/float16/bfloat16",
+                              "cast the bias tile")
+    bi, bi_vec = scalar_or_vector(bias, P, api, "bias", reads)
+    shape = tuple(v.shape)
+    dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
+    res = None
+    red_name = op_name(reduce_op, "reduce") if reduce_op is not None else None
+    if ctx.numerics:
+        x = read(v)
+        if sc_vec:
+            x = x * bcast_free(read(sc), x.ndim)
+        elif sc is not None and sc != 1.0:
+            x = x * np.float32(sc)
+        if bi is not None:
+            x = x + bcast_free(read(bi), x.ndim)
+        with np.errstate(all="ignore"):
+            res = np.asarray(ACT[name](x), dtype=np.float32)
+        store_result(ctx, dview, res, mask_array(mask, shape))
+    writes = [dview]
+    cmd = None if reduce_cmd in (None, _rc.idle) else _accum.check_cmd(
+        reduce_cmd, api, (_rc.idle, _rc.reset, _rc.reduce, _rc.reset_reduce))
+    red_name_out = red_name
+    if cmd is not None:
+        # NKI 0.6: reduce into the Scalar Engine accumulator; reduce_res (optional) reads it out
+        if cmd != _rc.reset and red_name is None:
+            raise KernelError("err_invalid_arguments", f"'{api}' reduce_cmd={cmd} needs reduce_op",
+                              "pass reduce_op=nl.add (or drop reduce_cmd)")
+        acc = _accum.start(ctx, engine, cmd, red_name or "add", P, api)
+        if ctx.numerics and cmd != _rc.reset:
+            part = REDUCE[red_name](res, axis=tuple(range(1, res.ndim)), keepdims=False).reshape(P)
+            acc = np.asarray(ALU[red_name](acc, part) if red_name in ALU else part, dtype=np.float32)
+        _accum.save(ctx, engine, acc if ctx.numerics else None)
+        if reduce_res is not None:
+            rv = as_view(reduce_res)
+            if tuple(rv.shape) != (P, 1):
+                raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                                  f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+            if ctx.numerics:
+                write(rv, acc.reshape(P, 1))
+            writes.append(rv)
+        red_name = None                     # handled through the accumulator
+    if red_name is not None:
+        if reduce_res is None:
+            raise KernelError("err_invalid_arguments", "activation with reduce_op needs reduce_res=",
+                              "pass reduce_res=<[P, 1] tile>")
+        rv = as_view(reduce_res)
+        if rv.shape[0] != P or free_size(rv.shape) != 1:
+            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+        if ctx.numerics:
+            axes = tuple(range(1, res.ndim))
+            write(rv, REDUCE[red_name](res, axis=axes, keepdims=True).reshape(rv.shape))
+        writes.append(rv)
+    n = free_size(shape)
+    attrs = {"func": name, "has_scale": sc_vec or (sc is not None and sc != 1.0), "has_bias": bi is not None,
+             "reduce": red_name_out is not None}
+    if red_name_out:
+        attrs["reduce_op"] = red_name_out
+    if cmd is not None:
+        attrs["reduce_cmd"] = cmd
+    ctx.emit("activation", engine, reads, writes, attrs, n * P * (1 + int(attrs["has_scale"]) + int(bi is not None)),
+             0, n, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _activation_beta1(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+               dtype=None, **kw):
+    """``out = func(data * scale + bias)`` on ScalarE (fp32 internally), optional free-axis reduce into reduce_res."""
+    dst = kw.pop("dst", None)
+    op = kw.pop("op", None)
+    data = kw.pop("data", None)
+    pos = list(args)
+    if pos and is_tile(pos[0]):
+        dst = pos.pop(0)
+    if pos:
+        op = pos.pop(0)
+    if pos:
+        data = pos.pop(0)
+    if pos:
+        bias = pos.pop(0)
+    if pos:
+        scale = pos.pop(0)
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, dtype, mask, dst, reduce_cmd=reduce_cmd)
+
+
+def _activation_reduce_beta1(*args, reduce_op=None, reduce_res=None, **kw):
+    return activation(*args, reduce_op=reduce_op, reduce_res=reduce_res, **kw)
+
+
+def _activation_06(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd, name):
+    """``dst = op(data * scale + bias)`` on the Scalar Engine (fp32 inside); with ``reduce_op`` also
+    ``reduce_res = reduce_op(dst)`` along the free axes."""
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst, reduce_cmd=reduce_cmd)
+
+
+def _activation_reduce_06(dst, op, data, reduce_op, reduce_res, bias, scale, name):
+    """``activation`` with its free-axis reduction into ``reduce_res`` ([P, 1])."""
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst)
+
+
+activation = two_forms("activation", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED), ("bias", None),
+                                      ("scale", 1.0), ("reduce_op", None), ("reduce_res", None),
+                                      ("reduce_cmd", "idle"), ("name", None)], _activation_beta1, _activation_06)
+activation_reduce = two_forms("activation_reduce", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED),
+                                                    ("reduce_op", REQUIRED), ("reduce_res", REQUIRED), ("bias", None),
+                                                    ("scale", 1.0), ("name", None)],
+                              _activation_reduce_beta1, _activation_reduce_06)
+
+
+__all__ = ["activation", "activation_reduce"]

@@ -1,0 +1,238 @@
+"""Helpers every instruction uses: operand validation, result tiles, storing results, trace bookkeeping."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+import weakref
+
+import numpy as np
+
+from trnsim.nki import dtypes as dt
+from trnsim.nki.context import as_view, check_assign_shape, current, read, write
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import Broadcast, Tensor, View
+
+# ------------------------------------------------------------------------------ helpers
+
+def is_tile(x) -> bool:
+    return isinstance(x, (Tensor, View, Broadcast))
+
+
+def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum")):
+    """Validate a tile operand: an NKI tile, in an allowed buffer, partition dim first."""
+    if not is_tile(x):
+        raise KernelError("err_expected_tile", f"operand '{arg}' of '{api}' must be a tile, got {type(x).__name__}",
+                          "pass a tile produced by nl.load / nl.ndarray / an NKI op")
+    v = as_view(x)
+    t = v.tensor
+    if t.buffer not in buffers:
+        raise KernelError("err_unsupported_memory",
+                          f"Expected operand '{arg}' of '{api}' to be in address space '{'|'.join(buffers)}', "
+                          f"but got a tile in '{t.buffer}' instead.",
+                          "load HBM data into SBUF with nl.load first" if t.buffer == "hbm" else
+                          ("copy the PSUM tile to SBUF with nl.copy first" if t.buffer == "psum" else
+                           "use a tile in the required buffer"))
+    base = v.view if isinstance(v, Broadcast) else v
+    if t.buffer != "hbm" and not base.pfirst:
+        raise KernelError("err_failed_to_infer_tile_from_local_tensor",
+                          f"operand '{arg}' of '{api}' ({base!r}) does not have the partition dimension first",
+                          "index the block dimension(s) first, e.g. buf[i] or buf[i, :, :]")
+    if len(v.shape) < 1 or v.shape[0] > _pmax():
+        lim = current().limits.pmax
+        raise KernelError("err_num_partition_exceed_arch_limit",
+                          f"number of partitions {v.shape[0] if v.shape else 0} exceed architecture limitation of "
+                          f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(v.shape)}; {current().target})",
+                          f"tile the partition dimension into chunks of at most {lim}")
+    return v
+
+
+def _pmax() -> int:
+    return current().limits.pmax
+
+
+def free_size(shape) -> int:
+    n = 1
+    for s in shape[1:]:
+        n *= s
+    return n
+
+
+def check_free_limit(v, api: str, arg: str) -> None:
+    lim = current().limits
+    t = v.tensor
+    cap = lim.vector_free_max_psum if t.buffer == "psum" else lim.vector_free_max_sbuf
+    n = free_size(v.shape)
+    if cap is not None and n > cap:
+        raise KernelError("err_free_size_exceed_arch_limit",
+                          f"operand '{arg}' of '{api}' has {n} elements per partition; the limit for a "
+                          f"{t.buffer.upper()} "
+                          f"operand is {cap} on {lim.target}",
+                          "split the free dimension into smaller tiles")
+
+
+def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed=("sbuf", "psum")):
+    ctx = current()
+    if dst is not None:
+        d = as_view(dst)
+        if isinstance(d, Broadcast):
+            raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
+        if d.tensor.buffer not in allowed:
+            raise KernelError("err_unsupported_memory",
+                              f"Expected operand 'dst' of '{api}' to be in address space '{'|'.join(allowed)}', but "
+                              f"got a tile in '{d.tensor.buffer}' instead.",
+                              "write compute results to SBUF (or PSUM) and nl.store them to HBM")
+        if tuple(d.shape) != tuple(shape):
+            if not (math.prod(d.shape) == math.prod(shape) and d.shape[0] == shape[0]):
+                check_assign_shape(d, shape, api)
+        return d, None
+    t = ctx.new_tensor(shape, dtype_name, buffer, api=api, temp=True)
+    return t.full_view(), t
+
+
+def finish(ctx, out_tensor, vals32=None) -> None:
+    if out_tensor is not None:
+        ctx.last_out = weakref.ref(out_tensor)
+        ctx.last_out_index = len(ctx.instructions) - 1
+        ctx.last_vals = vals32
+    else:
+        ctx.last_out = None
+        ctx.last_vals = None
+
+
+def store_result(ctx, dview, vals, mask):
+    dview.tensor.mm_open = dview.tensor.buffer == "psum"   # a written PSUM location accumulates the next matmul
+    ctx.last_mask = mask
+    if ctx.numerics:
+        if vals.shape != dview.shape:
+            vals = vals.reshape(dview.shape) if vals.size == math.prod(dview.shape) else \
+                np.broadcast_to(vals, dview.shape)
+        write(dview, vals, mask)
+        if dview.tensor.acc is not None:
+            dview.tensor.acc[dview.npkey()] = True if mask is None else (mask | dview.tensor.acc[dview.npkey()])
+
+
+def result_of(dst_given, out_tensor, dview):
+    if dst_given is not None:
+        return dst_given
+    return out_tensor
+
+
+def dtype_or(dtype, default: str) -> str:
+    return default if dtype is None else dt.dtype_name(dtype)
+
+
+def scalar_or_vector(x, P: int, api: str, arg: str, reads: list):
+    """Scalar operand (python number) or per-partition vector tile [P, 1] -> (value or array, is_vec)."""
+    if x is None:
+        return None, False
+    if is_tile(x):
+        v = tile_arg(x, api, arg)
+        if v.shape[0] != P or free_size(v.shape) != 1:
+            raise KernelError("err_activation_scale_scalar_or_vector" if arg == "scale" else "err_operand_shape",
+                              f"operand '{arg}' of '{api}' must be a scalar or a [{P}, 1] per-partition vector, "
+                              f"got {fmt_shape(v.shape)}",
+                              "reduce it to one value per partition first (e.g. nl.sum(x, axis=1))")
+        reads.append(v)
+        return v, True
+    if isinstance(x, (int, float, np.integer, np.floating, bool, np.bool_)):
+        return float(x), False
+    raise KernelError("err_operand_type", f"operand '{arg}' of '{api}' has unsupported type {type(x).__name__}",
+                      "pass a Python number or a [P, 1] tile")
+
+
+def _vec_values(x, is_vec, numerics):
+    if not numerics or x is None:
+        return None
+    if is_vec:
+        return read(x).reshape(x.shape[0], *([1] * 1))
+    return np.float32(x)
+
+
+def bcast_free(a: np.ndarray, ndim: int) -> np.ndarray:
+    """Reshape a [P, 1] vector for broadcasting against an ndim-D tile."""
+    return a.reshape((a.shape[0],) + (1,) * (ndim - 1))
+
+
+
+# ------------------------------------------------------------------------------ NKI 0.6 signatures
+
+REQUIRED = object()
+_HINTS = {
+    "mask": "mask= was removed in NKI 0.2: slice the tiles to the valid region instead (x[0:n, 0:m])",
+    "dtype": "NKI 0.6 instructions write into dst= and take its dtype: allocate dst with the dtype you want",
+}
+
+
+def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: Callable) -> Callable:
+    """The public function of an instruction whose NKI 0.6 and Beta 1 signatures differ.
+
+    Under the ``nki`` dialect the call is bound to ``params`` (NKI 0.6 order, ``(name, default)``, default
+    ``REQUIRED`` for required ones; ``dst`` first) and ``nki06(**bound)`` runs; Beta 1 keyword arguments the
+    current API removed (``mask=``, ``dtype=``) raise a KernelError naming the current form. Under the
+    ``beta1`` dialect ``beta1(*args, **kwargs)`` runs unchanged."""
+    names = [p for p, _ in params]
+    signature = f"{api}(" + ", ".join(n if d is REQUIRED else f"{n}={getattr(d, '__name__', d)!r}"
+                                      for n, d in params if n != "name") + ")"
+
+    defaults = {n: d for n, d in params if d is not REQUIRED}
+    required = tuple(n for n, d in params if d is REQUIRED)
+    nameset = frozenset(names) | {"dtype"}
+
+    def fn(*args, **kwargs):
+        if current().dialect == "beta1":
+            return beta1(*args, **kwargs)
+        if len(args) > len(names):
+            raise KernelError("err_invalid_arguments", f"nisa.{api} takes at most {len(names)} arguments "
+                              f"({', '.join(names)}), got {len(args)}",
+                              f"call nisa.{api}({', '.join(required)}, ...)")
+        bound = dict(defaults)
+        if args:
+            bound.update(zip(names, args))
+        out_dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else None
+        if kwargs:
+            if not nameset.issuperset(kwargs):
+                k = next(k for k in kwargs if k not in nameset)
+                hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
+                raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
+            if args and not set(kwargs).isdisjoint(names[:len(args)]):
+                k = next(k for k in kwargs if k in names[:len(args)])
+                raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
+            bound.update(kwargs)
+        for n in required:
+            if n not in bound:
+                raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
+                                  f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
+                                  "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
+                                  "value-returning calls run under import trnsim.neuronxcc.nki")
+        if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
+            want, have = dt.dtype_name(out_dtype), as_view(bound["dst"]).tensor.dtype_name
+            if want != have:
+                raise KernelError("err_invalid_arguments",
+                                  f"nisa.{api}(dtype={want}) differs from dst's dtype {have}: NKI 0.6 instructions "
+                                  "write dst's dtype", _HINTS["dtype"])
+        return nki06(**bound)
+
+    fn.__name__ = api
+    fn.__qualname__ = api
+    fn.__doc__ = (nki06.__doc__ or "") + f"\n\n    NKI 0.6 signature: {signature}"
+    return fn
+
+
+def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str) -> np.ndarray:
+    """``offset + channel_multiplier * p + sum(step_k * i_k)`` of an iota-style ``pattern`` [[step, num], ...]:
+    int64 array [partitions, prod(num)]."""
+    try:
+        pairs = [(int(p[0]), int(p[1])) for p in pattern]
+    except (TypeError, ValueError, IndexError):
+        raise KernelError("err_invalid_access_pattern", f"pattern {pattern!r} of '{api}' is not a list of "
+                          "[step, num] pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
+    if not 1 <= len(pairs) <= 4 or any(n < 1 for _, n in pairs):
+        raise KernelError("err_invalid_access_pattern", f"pattern {pairs} of '{api}' needs 1-4 pairs with num >= 1",
+                          "write pattern=[[step, num], ...] (up to 4 pairs)")
+    vals = np.zeros([n for _, n in pairs], dtype=np.int64)
+    for k, (step, n) in enumerate(pairs):
+        shp = [1] * len(pairs)
+        shp[k] = n
+        vals = vals + (step * np.arange(n, dtype=np.int64)).reshape(shp)
+    flat = vals.reshape(1, -1)
+    return int(offset) + int(channel_multiplier) * np.arange(partitions, dtype=np.int64)[:, None] + flat

@@ -1,0 +1,124 @@
+"""DMA instructions: ``dma_copy`` (HBM <-> SBUF, SBUF <-> SBUF) on the DMA queues."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trnsim.nki import dtypes as dt
+from trnsim.nki.context import as_view, check_assign_shape, current, read, write
+from trnsim.nki.isa.common import finish, free_size
+from trnsim.nki.isa.ops import ALU, op_name
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import Broadcast, View, check_bounds, mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+def _squeezed(shape) -> tuple:
+    """``shape`` without its size-1 dimensions (a [128, 1] column and a [128] vector are the same data)."""
+    return tuple(int(x) for x in shape if x != 1)
+
+
+def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
+    ctx = current()
+    d = as_view(dst)
+    s = as_view(src)
+    if isinstance(s, Broadcast):
+        raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
+                          "materialise the broadcast into an SBUF tile with nl.copy first")
+    dt_, st_ = d.tensor, s.tensor
+    dbuf, sbuf_ = dt_.buffer, st_.buffer
+    if dbuf == "psum" or sbuf_ == "psum":
+        for v, arg in ((d, "dst"), (s, "src")):
+            if v.tensor.buffer == "psum":
+                raise KernelError("err_unsupported_memory",
+                                  f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but got "
+                                  "a tile in 'psum' instead.",
+                                  "copy PSUM results to SBUF (nl.copy) before moving them with DMA")
+    ds, ss = d.shape, s.shape
+    m = mask_array(mask, ds) if mask is not None else None
+    if type(s) is not View or s.adv is not None or s.ranges is not st_._full_ranges:
+        check_bounds(s, m if ss == ds else None)
+    if type(d) is not View or d.adv is not None or d.ranges is not dt_._full_ranges:
+        check_bounds(d, m)
+    if ds != ss and _squeezed(ds) != _squeezed(ss):
+        if math.prod(ds) == math.prod(ss):
+            raise KernelError("err_shape_mismatch",
+                              f"'{api}' moves {fmt_shape(ss)} into {fmt_shape(ds)}: same element count, different shape "
+                              "(a DMA copies element for element; it does not reshape)",
+                              "index the destination to the source's shape, or reshape the HBM tensor explicitly "
+                              "(t.reshape(...))")
+        check_assign_shape(d, ss, api)
+    if ctx.numerics:
+        if m is not None and ss == ds:
+            vals = read(s, m, raw=True)
+        else:
+            vals = read(s, raw=True)
+        packed_bits = (dt.is_packed(d.tensor.dtype_name) or dt.is_packed(s.tensor.dtype_name)) and \
+            d.tensor.data.dtype == vals.dtype      # MX packed words move bit for bit (uint32 <-> fp8 x4)
+        if (d.tensor.dtype_name != s.tensor.dtype_name or (dtype is not None)) and not packed_bits:
+            vals = vals.astype(np.float32)
+        if vals.shape != ds:
+            vals = vals.reshape(ds) if vals.size == math.prod(ds) else np.broadcast_to(vals, ds)
+        write(d, vals, m)
+    ctx.last_mask = m
+    n = math.prod(ds) if m is None else int(m.sum())
+    onchip = d if dbuf != "hbm" else (s if sbuf_ != "hbm" else None)
+    if onchip is not None:
+        parts = onchip.shape[0] if onchip.shape else 1
+        if m is not None:
+            parts = int(m.reshape(m.shape[0], -1).any(axis=1).sum()) if m.ndim > 0 else parts
+    else:
+        parts = ds[0] if ds else 1
+    nbytes = n * st_.itemsize
+    attrs = {"api": api, "partitions": int(parts), "bytes_per_partition": nbytes // max(1, parts),
+             "src": sbuf_, "dst": dbuf}
+    if dt_.dtype_name != st_.dtype_name:
+        attrs["cast"] = f"{st_.dtype_name}->{dt_.dtype_name}"
+    ctx.emit("dma_copy", "dma", (s,), (d,), attrs, 0, nbytes, free_size(ds), parts)
+    finish(ctx, None)
+
+
+def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
+    """Copy ``src`` to ``dst`` with a DMA engine (casts if dtypes differ). ``dst_rmw_op=np.add`` accumulates."""
+    if args:
+        if len(args) == 2 and dst is None and src is None:
+            dst, src = args
+        else:
+            raise KernelError("err_invalid_arguments", "dma_copy takes dst= and src=",
+                              "call nisa.dma_copy(dst=tile, src=tensor)")
+    if dst is None or src is None:
+        raise KernelError("err_invalid_arguments", "dma_copy needs both dst= and src=",
+                          "call nisa.dma_copy(dst=tile, src=tensor)")
+    if dst_rmw_op is not None:
+        ctx = current()
+        d, s = as_view(dst), as_view(src)
+        name = op_name(dst_rmw_op)
+        check_bounds(s, None)
+        check_bounds(d, None)
+        if _squeezed(d.shape) != _squeezed(s.shape):
+            raise KernelError("err_shape_mismatch", f"dma_copy(dst_rmw_op=...) source {fmt_shape(s.shape)} and "
+                              f"destination {fmt_shape(d.shape)} differ", "copy between accesses of the same shape")
+        if ctx.numerics:
+            m = mask_array(mask, tuple(d.shape))
+            write(d, ALU[name](read(d), read(s).reshape(d.shape)), m)
+        ctx.emit("dma_copy", "dma", (s, d), (d,), {"api": "dma_copy", "dst_rmw_op": name, "partitions": d.shape[0],
+                                                   "bytes_per_partition": free_size(s.shape) * s.tensor.itemsize,
+                                                   "src": s.tensor.buffer, "dst": d.tensor.buffer},
+                 free_size(d.shape) * d.shape[0], math.prod(s.shape) * s.tensor.itemsize, free_size(d.shape), d.shape[0])
+        return None
+    _dma(dst, src, mask, "dma_copy")
+    return None
+
+
+def _dma_copy_06(dst, src, priority, oob_mode, dge_mode, engine, name):
+    """Copy ``src`` into ``dst`` with a DMA engine (casts if the dtypes differ; PSUM is not a DMA endpoint)."""
+    _dma(dst, src, None, "dma_copy")
+
+
+dma_copy = two_forms("dma_copy", [("dst", REQUIRED), ("src", REQUIRED), ("priority", None), ("oob_mode", "error"),
+                                  ("dge_mode", "unknown"), ("engine", "unknown"), ("name", None)],
+                     _dma_copy_beta1, _dma_copy_06)
+
+
+__all__ = ["dma_copy"]

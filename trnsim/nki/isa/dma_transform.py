@@ -1,0 +1,142 @@
+"""DMA instructions that transform data on the way: ``dma_transpose`` (permute axes while copying into
+SBUF) and ``dma_compute`` (element-wise scaled sum of several tensors computed by the DMA engines).
+
+Both are traced like ``dma_copy`` (engine "dma", bytes and bytes per partition for the DMA cost model).
+The indirect forms (a source access pattern with ``vector_offset``) need indirect access patterns, which
+trnsim's tensors do not provide yet; passing ``dge_mode=swdge`` to a direct transpose is the documented
+error."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.common import finish, free_size
+from trnsim.nki.isa.enums import dge_mode as _dge, oob_mode as _oob
+from trnsim.nki.isa.ops import op_name
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import Broadcast
+
+_PERMS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+_MAX_SRCS = 16
+
+
+def _dma_view(x, api: str, arg: str, buffers=("hbm", "sbuf")):
+    v = as_view(x)
+    if isinstance(v, Broadcast):
+        raise KernelError("err_unsupported_memory", f"'{arg}' of '{api}' cannot be a broadcast view",
+                          "materialise it into a tile first")
+    if v.tensor.buffer not in buffers:
+        raise KernelError("err_unsupported_memory",
+                          f"Expected operand '{arg}' of '{api}' to be in address space '{'|'.join(buffers)}', but got "
+                          f"a tile in '{v.tensor.buffer}' instead.",
+                          "copy PSUM results to SBUF (nisa.tensor_copy) before a DMA")
+    return v
+
+
+def _dma_attrs(api: str, d, s_list, nbytes: int) -> dict:
+    onchip = d if d.tensor.buffer != "hbm" else next((s for s in s_list if s.tensor.buffer != "hbm"), d)
+    parts = int(onchip.shape[0]) if onchip.shape else 1
+    return {"api": api, "partitions": parts, "bytes_per_partition": nbytes // max(1, parts),
+            "src": s_list[0].tensor.buffer, "dst": d.tensor.buffer}
+
+
+def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob_mode=_oob.error, name=None):
+    """``dst = src.transpose(axes)`` by DMA into SBUF. ``axes`` (default by rank): (1, 0), (2, 1, 0) or
+    (3, 1, 2, 0). ``dge_mode=hwdge`` adds the hardware DGE limits (2-byte dtype, ``src.shape[-1] <= 128``,
+    partition-count rules)."""
+    ctx = current()
+    api = "dma_transpose"
+    s = _dma_view(src, api, "src")
+    d = _dma_view(dst, api, "dst", ("sbuf",))
+    nd = len(s.shape)
+    if nd not in _PERMS:
+        raise KernelError("err_exceed_max_supported_dimension", f"'{api}' transposes 2-D to 4-D tensors; src is "
+                          f"{nd}-D {fmt_shape(s.shape)}", "reshape the source to 2, 3 or 4 dimensions")
+    perm = _PERMS[nd] if axes is None else tuple(int(a) for a in axes)
+    if perm != _PERMS[nd]:
+        raise KernelError("err_unsupported_transpose_axes",
+                          f"axes={perm} of '{api}' for a {nd}-D source; the DMA engines support {_PERMS[nd]}",
+                          f"pass axes={_PERMS[nd]} (or transpose on the Tensor Engine: nisa.nc_transpose)")
+    if d.tensor.dtype_name != s.tensor.dtype_name:
+        raise KernelError("err_dtype_mismatch", f"'{api}' dst dtype {d.tensor.dtype_name} must equal src dtype "
+                          f"{s.tensor.dtype_name}", "transpose first, then cast with nisa.tensor_copy")
+    want = tuple(s.shape[a] for a in perm)
+    if tuple(d.shape) != want:
+        raise KernelError("err_shape_mismatch", f"'{api}' dst{fmt_shape(d.shape)} must be the transposed source "
+                          f"shape {fmt_shape(want)} (src{fmt_shape(s.shape)}, axes {perm})",
+                          f"allocate dst as {want}")
+    if dge_mode not in (_dge.unknown, _dge.hwdge):
+        raise KernelError("err_invalid_dge_mode", f"dge_mode={dge_mode!r}: a direct dma_transpose runs with "
+                          "dge_mode unknown or hwdge (swdge is the indirect gather-transpose)",
+                          "drop dge_mode (the compiler chooses) or pass nisa.dge_mode.hwdge")
+    if priority is not None:
+        if int(str(ctx.limits.neuroncore_version).split("v")[-1]) < 4:
+            raise KernelError("err_unsupported_on_target", f"DMA priority is NeuronCore-v4+ ({ctx.target} is "
+                              f"{ctx.limits.neuroncore_version})", "drop priority=")
+        if priority not in (0, 1, 2, 3):
+            raise KernelError("err_invalid_arguments", f"priority={priority} must be 0..3 (0 highest)",
+                              "pass 0, 1, 2 or 3")
+    if dge_mode == _dge.hwdge:
+        ok0 = s.shape[0] == 16 if nd == 2 else (s.shape[0] in (1, 2, 4, 8, 16) and s.shape[0] * s.shape[-2] % 16 == 0)
+        if not ok0 or s.shape[-1] > 128 or s.tensor.itemsize != 2:
+            raise KernelError("err_hwdge_transpose_limits",
+                              f"hardware-DGE transpose of src{fmt_shape(s.shape)} {s.tensor.dtype_name}: needs a "
+                              "2-byte dtype, src.shape[-1] <= 128, and src.shape[0] == 16 (2-D) or in {1, 2, 4, 8, 16} "
+                              "with src.shape[0] * src.shape[-2] a multiple of 16 (3-D/4-D)",
+                              "tile the transpose into blocks that meet the limits, or leave dge_mode unset")
+    if ctx.numerics:
+        write(d, np.ascontiguousarray(np.transpose(np.asarray(read(s, raw=True)), perm)))
+    nbytes = math.prod(s.shape) * s.tensor.itemsize
+    attrs = _dma_attrs(api, d, [s], nbytes)
+    attrs["axes"] = perm
+    ctx.emit(api, "dma", (s,), (d,), attrs, 0, nbytes, free_size(d.shape), d.shape[0])
+    finish(ctx, None)
+    return dst
+
+
+def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode=_oob.error, name=None):
+    """``dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ...`` computed by the DMA engines in fp32 and cast to
+    ``dst``'s dtype. Only ``reduce_op=nl.add`` and unit scales are supported (reference); up to 16 sources,
+    each with ``dst``'s element count; HBM or SBUF."""
+    ctx = current()
+    api = "dma_compute"
+    d = _dma_view(dst, api, "dst")
+    if not isinstance(srcs, (list, tuple)) or not srcs:
+        raise KernelError("err_invalid_arguments", f"srcs of '{api}' must be a non-empty list of tensors",
+                          "pass srcs=[a, b]")
+    if len(srcs) > _MAX_SRCS:
+        raise KernelError("err_invalid_arguments", f"'{api}' takes at most {_MAX_SRCS} sources, got {len(srcs)}",
+                          "combine the sources in several dma_compute calls")
+    ss = [_dma_view(x, api, f"srcs[{i}]") for i, x in enumerate(srcs)]
+    if op_name(reduce_op) != "add":
+        raise KernelError("err_unsupported_op", f"reduce_op={op_name(reduce_op)} of '{api}': the DMA engines "
+                          "support only nl.add", "pass reduce_op=nl.add (use the Vector Engine for other ops)")
+    if scales is not None:
+        if len(scales) != len(ss) or any(float(x) != 1.0 for x in scales):
+            raise KernelError("err_unsupported_scale", f"scales={list(scales)} of '{api}': every scale must be 1.0 "
+                              f"(one per source)", "drop scales, or scale the sources on the Vector Engine first")
+    if not unique_indices:
+        raise KernelError("err_invalid_arguments", f"'{api}' supports unique_indices=True only",
+                          "make the scatter indices unique")
+    n = math.prod(d.shape)
+    for i, s in enumerate(ss):
+        if math.prod(s.shape) != n:
+            raise KernelError("err_shape_mismatch", f"srcs[{i}]{fmt_shape(s.shape)} of '{api}' has "
+                              f"{math.prod(s.shape)} elements; dst{fmt_shape(d.shape)} has {n}",
+                              "pass sources with dst's element count")
+    if ctx.numerics:
+        acc = np.zeros(n, dtype=np.float32)
+        for s in ss:
+            acc += read(s).reshape(n)
+        write(d, acc.reshape(d.shape))
+    nbytes = sum(math.prod(s.shape) * s.tensor.itemsize for s in ss)
+    attrs = _dma_attrs(api, d, ss, nbytes)
+    attrs["n_srcs"] = len(ss)
+    ctx.emit(api, "dma", tuple(ss), (d,), attrs, n * (len(ss) - 1), nbytes, free_size(d.shape), d.shape[0])
+    finish(ctx, None)
+    return dst
+
+
+__all__ = ["dma_transpose", "dma_compute"]

@@ -1,0 +1,123 @@
+"""Fills: ``memset`` (constant) and ``iota`` (index pattern) into a tile."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from trnsim.nki import dtypes as dt
+from trnsim.nki.context import as_view, current, write
+from trnsim.nki.isa.common import dtype_or, finish, free_size, is_tile, out_tile, result_of, store_result
+from trnsim.nki.rules import KernelError
+from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, pattern_values, tile_arg, two_forms
+from trnsim.nki.rules import fmt_shape
+
+
+def _memset_into(dview, value: float, mask=None, eng="vector"):
+    ctx = current()
+    d = as_view(dview)
+    if d.tensor.buffer == "hbm":
+        raise KernelError("err_hbm_tensor_with_init_value_not_supported",
+                          "HBM tensors cannot be filled by compute engines",
+                          "fill an SBUF tile and nl.store it")
+    d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
+    ctx.last_mask = None
+    if ctx.numerics:
+        write(d, np.full(d.shape, value, dtype=np.float32), mask_array(mask, tuple(d.shape)))
+        if d.tensor.acc is not None:
+            d.tensor.acc[d.npkey()] = value != 0.0   # a zero fill folds into the next matmul
+    n = free_size(d.shape)
+    ctx.emit("memset", eng, (), (d,), {"value": value}, 0, 0, n, d.shape[0])
+    finish(ctx, None)
+
+
+def _memset_beta1(*args, value=None, dtype=None, mask=None, engine=None, **kw):
+    """Fill a tile with a constant. Classic ``memset(shape, value, dtype)`` returns a new SBUF tile;
+    new ``memset(dst, value)``."""
+    dst = kw.pop("dst", None)
+    shape = kw.pop("shape", None)
+    pos = list(args)
+    if pos and is_tile(pos[0]):
+        dst = pos.pop(0)
+    elif pos:
+        shape = pos.pop(0)
+    if pos:
+        value = pos.pop(0)
+    if pos:
+        dtype = pos.pop(0)
+    eng = "gpsimd" if engine == "gpsimd" else "vector"
+    if dst is not None:
+        _memset_into(dst, float(value), mask, eng)
+        return dst
+    ctx = current()
+    t = ctx.new_tensor(shape, dt.dtype_name(dtype), "sbuf", api="memset")
+    _memset_into(t.full_view(), float(value), mask, eng)
+    ctx.last_out = weakref.ref(t)
+    ctx.last_out_index = len(ctx.instructions) - 1
+    ctx.last_vals = None
+    return t
+
+
+def _iota_beta1(expr, dtype=None, *, mask=None, dst=None, **kw):
+    """Materialise an affine index expression (``nl.arange`` / ``nl.mgrid``) as a tile on GpSimd."""
+    from trnsim.nki.tensors import IndexExpr
+    ctx = current()
+    if not isinstance(expr, IndexExpr):
+        if isinstance(expr, (int, np.integer)):
+            raise KernelError("err_invalid_arguments", "iota needs an index expression", "use nl.arange / nl.mgrid")
+        raise KernelError("err_invalid_arguments", f"iota expects an nl.arange / nl.mgrid expression, got "
+                          f"{type(expr).__name__}", "e.g. nisa.iota(nl.arange(128)[:, None], dtype=nl.int32)")
+    shape = tuple(expr.shape)
+    if len(shape) < 2:
+        shape = shape + (1,)
+    dview, out_t = out_tile(shape, dtype_or(dtype, "int32"), "sbuf", "iota", dst, allowed=("sbuf",))
+    res = None
+    if ctx.numerics:
+        res = np.broadcast_to(expr.values(), shape).astype(np.float32)
+        store_result(ctx, dview, res, mask_array(mask, shape))
+    n = free_size(shape)
+    ctx.emit("iota", "gpsimd", (), (dview,), {}, 0, 0, n, shape[0])
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _memset_06(dst, value, engine, name):
+    """Fill ``dst`` with ``value``; the value's type must match dst's dtype (an int for integer tiles, NKI 0.3+)."""
+    d = as_view(dst)
+    if not dt.is_float(d.tensor.dtype_name) and isinstance(value, float) and not isinstance(value, bool):
+        raise KernelError("err_memset_value_type",
+                          f"memset value {value!r} is a float but dst is {d.tensor.dtype_name}",
+                          f"pass an integer literal, e.g. value={int(value)}")
+    _memset_into(dst, float(value), None, "gpsimd" if engine == "gpsimd" else "vector")
+    return dst
+
+
+def _iota_06(dst, pattern, offset, channel_multiplier, name):
+    """``dst[p, ...] = offset + channel_multiplier * p + sum(step_k * i_k)`` over ``pattern`` (GpSimd, int32
+    arithmetic, cast to dst's dtype)."""
+    ctx = current()
+    d = tile_arg(dst, "iota", "dst", ("sbuf",))
+    P = d.shape[0]
+    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota")
+    if vals.shape[1] != free_size(d.shape):
+        raise KernelError("err_shape_mismatch", f"iota pattern makes {vals.shape[1]} values per partition but dst "
+                          f"{fmt_shape(d.shape)} holds {free_size(d.shape)}",
+                          "make the pattern's counts multiply to dst's free size")
+    res = None
+    if ctx.numerics:
+        res = vals.astype(np.int32).astype(np.float32).reshape(d.shape)
+        store_result(ctx, d, res, None)
+    n = free_size(d.shape)
+    ctx.emit("iota", "gpsimd", (), (d,), {}, 0, 0, n, P)
+    finish(ctx, None)
+    return dst
+
+
+memset = two_forms("memset", [("dst", REQUIRED), ("value", REQUIRED), ("engine", "unknown"), ("name", None)],
+                   _memset_beta1, _memset_06)
+iota = two_forms("iota", [("dst", REQUIRED), ("pattern", REQUIRED), ("offset", 0), ("channel_multiplier", 0),
+                          ("name", None)], _iota_beta1, _iota_06)
+
+
+__all__ = ["memset", "iota"]

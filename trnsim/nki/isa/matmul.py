@@ -1,0 +1,199 @@
+"""Tensor Engine matrix multiply: ``nc_matmul`` (stationary.T @ moving into PSUM, fp32 accumulation)."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.common import finish, out_tile, result_of, tile_arg
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import Broadcast, mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+_WIDE = frozenset({"float32", "tfloat32"})
+
+
+_MM_DTYPES = {"float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "tfloat32", "float32"}
+
+
+_CHECKED: set = set()   # (operand types, shapes, dtypes, target, dst) combinations that passed _check_matmul
+
+
+def _check_matmul(s, m, d, lim, api: str) -> None:
+    """The nc_matmul rules on operand shapes, dtypes and the destination (raise KernelError)."""
+    if isinstance(s, Broadcast) or isinstance(m, Broadcast):
+        raise KernelError("err_unsupported_memory", f"'{api}' operands cannot be broadcast views",
+                          "materialise the tile first")
+    if len(s.shape) != 2 or len(m.shape) != 2:
+        raise KernelError("err_exceed_max_supported_dimension",
+                          f"'{api}' takes 2-D tiles: stationary{fmt_shape(s.shape)}, moving{fmt_shape(m.shape)}",
+                          "index the tiles down to [K, M] and [K, N]")
+    K, M = s.shape
+    K2, N = m.shape
+    if K != K2:
+        raise KernelError("err_num_partition_mismatch",
+                          f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                          f"(stationary{fmt_shape(s.shape)}, moving{fmt_shape(m.shape)}) of '{api}': the contraction "
+                          "dimension K must be the partition dimension of both operands [LC#1]",
+                          "put K on the partition axis of both tiles (pass x transposed: nl.matmul(x_T, y, "
+                          "transpose_x=True) or nisa.nc_matmul(x_T, y))")
+    if M > lim.gemm_stationary_fmax:
+        raise KernelError("err_size_of_dimension_exceed_arch_limit",
+                          f"size of dimension 1 in 'stationary{fmt_shape(s.shape)}' of '{api}' exceed architecture "
+                          f"limitation of {lim.gemm_stationary_fmax}. [TC#3 gemm_stationary_fmax on {lim.target}]",
+                          f"tile M into chunks of {lim.gemm_stationary_fmax} (nl.tile_size.gemm_stationary_fmax)")
+    if N > lim.gemm_moving_fmax:
+        raise KernelError("err_size_of_dimension_exceed_arch_limit",
+                          f"size of dimension 1 in 'moving{fmt_shape(m.shape)}' of '{api}' exceed architecture "
+                          f"limitation of {lim.gemm_moving_fmax}. [TC#3 gemm_moving_fmax on {lim.target}]",
+                          f"tile N into chunks of {lim.gemm_moving_fmax} (nl.tile_size.gemm_moving_fmax)")
+    sd, md = s.tensor.dtype_name, m.tensor.dtype_name
+    for d_, arg in ((sd, "stationary"), (md, "moving")):
+        if d_ not in _MM_DTYPES:
+            raise KernelError("err_unsupported_dtype",
+                              f"operand '{arg}' of '{api}' has dtype {d_}; the Tensor Engine takes "
+                              "fp8_e4m3/fp8_e5m2/bfloat16/float16/tfloat32/float32",
+                              "cast the tile (nl.copy(x, dtype=nl.bfloat16)) before the matmul")
+    if (sd in _WIDE) != (md in _WIDE):
+        raise KernelError("err_matmul_dtype_mismatch",
+                          f"'{api}' mixes {sd} stationary with {md} moving: if one operand is float32/tfloat32 the "
+                          "other must be too",
+                          "cast both operands to the same precision class (e.g. both bfloat16)")
+    if d is not None:
+        if d.tensor.buffer != "psum":
+            raise KernelError("err_unsupported_memory",
+                              f"Expected operand 'dst' of '{api}' to be in address space 'psum', but got a tile in "
+                              f"'{d.tensor.buffer}' instead. (the Tensor Engine writes PSUM only)",
+                              "allocate the result with nl.ndarray((M, N), nl.float32, buffer=nl.psum)")
+        okd = {"float32"} if lim.neuroncore_version in ("NC-v2", "NC-v3") else {"float32", "bfloat16"}
+        if d.tensor.dtype_name not in okd:
+            raise KernelError("err_unsupported_dtype",
+                              f"matmul destination dtype {d.tensor.dtype_name}: PSUM matmul results are "
+                              f"{'/'.join(sorted(okd))} on {lim.target}",
+                              "use an nl.float32 PSUM tile and cast when copying to SBUF")
+        if tuple(d.shape) != (s.shape[1], m.shape[1]):
+            raise KernelError("err_shape_mismatch",
+                              f"matmul destination {fmt_shape(d.shape)} does not match stationary.T @ moving = "
+                              f"[{s.shape[1]}, {m.shape[1]}]", "allocate the PSUM tile as [M, N]")
+
+
+def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str = "nc_matmul",
+            extra_attrs: dict | None = None):
+    ctx = current()
+    lim = ctx.limits
+    s = tile_arg(stationary, api, "stationary", ("sbuf",))
+    m = tile_arg(moving, api, "moving", ("sbuf",))
+    d = as_view(dst) if dst is not None else None
+    key = (type(s), type(m), s.shape, m.shape, s.tensor.dtype_name, m.tensor.dtype_name, lim.target,
+           None if d is None else (type(d), d.tensor.buffer, d.tensor.dtype_name, tuple(d.shape)))
+    if key not in _CHECKED:   # the shape / dtype rules depend on these only: checked once per combination
+        _check_matmul(s, m, d, lim, api)
+        if len(_CHECKED) < 4096:
+            _CHECKED.add(key)
+    K, M = s.shape
+    N = m.shape[1]
+    sd, md = s.tensor.dtype_name, m.tensor.dtype_name
+    out_dtype = "float32"
+    if dst is not None:
+        dview, out_t = d, None
+    else:
+        dview, out_t = out_tile((M, N), out_dtype, "psum", api)
+    msk = mask_array(mask, (M, N)) if mask is not None else None
+    ctx.last_mask = msk
+    group_start = True
+    reads = [s, m]
+    res = None
+    if ctx.numerics:
+        a = read(s)
+        b = read(m)
+        res = a.T @ b
+        if dst is not None:
+            old_acc = dview.tensor.acc[dview.npkey()]
+            if accumulate is None:
+                acc_mask = old_acc
+            else:
+                acc_mask = np.full((M, N), bool(accumulate))
+            group_start = not bool(np.any(acc_mask))
+            dt_ = dview.tensor
+            if msk is None and dview.adv is None and dt_.data.dtype == np.float32 and \
+                    (group_start or bool(acc_mask.all())):
+                # fast path (whole tile overwritten or accumulated): in place on the fp32 PSUM storage
+                tgt = dt_.data[dview.npkey()]
+                if group_start:
+                    tgt[...] = res.reshape(tgt.shape)
+                else:
+                    tgt += res.reshape(tgt.shape)
+            else:
+                if not group_start:
+                    old = read(dview)
+                    res_w = np.where(acc_mask, old + res, res)
+                else:
+                    res_w = res
+                write(dview, res_w, msk)
+            dview.tensor.acc[dview.npkey()] = True if msk is None else (msk | old_acc)
+        else:
+            write(dview, res, msk)
+            dview.tensor.acc[...] = True
+    elif dst is not None:
+        group_start = accumulate is False or (accumulate is None and not dview.tensor.mm_open)
+    dview.tensor.mm_open = True
+    if not group_start:
+        reads.append(dview)
+    attrs = {"accumulate": not group_start, "group_start": group_start, "stationary_free": M, "moving_free": N,
+             "dtype": sd if sd == md else f"{sd}x{md}"}
+    if extra_attrs:
+        attrs.update(extra_attrs)
+    ctx.emit("nc_matmul", "tensor", reads, (dview,), attrs, 2 * K * M * N, 0, N, K)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _nc_matmul_beta1(*args, mask=None, accumulate=None, is_stationary_onezero=False, is_moving_onezero=False,
+              is_transpose=False, tile_position=(), tile_size=(), perf_mode=None, name=None, **kw):
+    """``stationary.T @ moving`` into PSUM (fp32). Classic: ``nc_matmul(stationary, moving)`` returns a PSUM
+    tile; new: ``nc_matmul(dst, stationary, moving, accumulate=None|True|False)`` (``None``: first write to a
+    PSUM location overwrites, later writes accumulate)."""
+    dst = kw.pop("dst", None)
+    stationary = kw.pop("stationary", None)
+    moving = kw.pop("moving", None)
+    if kw:
+        raise KernelError("err_invalid_arguments", f"unexpected arguments {sorted(kw)} to nc_matmul",
+                          "nc_matmul(stationary, moving) or nc_matmul(dst, stationary, moving)")
+    pos = list(args)
+    if len(pos) == 3:
+        dst, stationary, moving = pos
+    elif len(pos) == 2:
+        if dst is not None:
+            stationary, moving = pos
+        else:
+            stationary, moving = pos
+    elif len(pos) == 1:
+        if stationary is None:
+            stationary = pos[0]
+        else:
+            dst = pos[0]
+    if stationary is None or moving is None:
+        raise KernelError("err_invalid_arguments", "nc_matmul needs stationary and moving tiles",
+                          "nc_matmul(stationary, moving) or nc_matmul(dst, stationary, moving)")
+    return _matmul(stationary, moving, dst, accumulate, mask,
+                   extra_attrs={"is_transpose": True} if is_transpose else None)
+
+
+def _nc_matmul_06(dst, stationary, moving, is_stationary_onezero, is_moving_onezero, is_transpose, accumulate,
+                  tile_position, tile_size, perf_mode, name):
+    """``dst (+)= stationary.T @ moving`` in PSUM (fp32). ``accumulate=None``: the first write to a PSUM location
+    overwrites, later writes accumulate; True / False force it. ``is_transpose=True`` is the Tensor Engine's
+    transpose mode: still ``stationary.T @ moving`` (``moving`` an identity gives ``stationary.T``), recorded in the
+    trace as ``attrs["is_transpose"]``."""
+    return _matmul(stationary, moving, dst, accumulate, None,
+                   extra_attrs={"is_transpose": True} if is_transpose else None)
+
+
+nc_matmul = two_forms("nc_matmul", [("dst", REQUIRED), ("stationary", REQUIRED), ("moving", REQUIRED),
+                                    ("is_stationary_onezero", False), ("is_moving_onezero", False),
+                                    ("is_transpose", False), ("accumulate", None), ("tile_position", ()),
+                                    ("tile_size", ()), ("perf_mode", None), ("name", None)],
+                      _nc_matmul_beta1, _nc_matmul_06)
+
+
+__all__ = ["nc_matmul"]

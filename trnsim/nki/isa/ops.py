@@ -1,0 +1,122 @@
+"""Numerics of the engines' operators: activation functions (``ACT``), binary ALU ops (``ALU``),
+free-axis reductions (``REDUCE``) and ``op_name`` (an ``op=`` argument -> canonical name)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trnsim.nki.rules import KernelError
+
+
+# ------------------------------------------------------------------------------ op tables
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), vectorised in float64 then cast
+    x64 = x.astype(np.float64)
+    s = np.sign(x64)
+    a = np.abs(x64)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
+        * np.exp(-a * a)
+    return (s * y).astype(np.float32)
+
+
+def _sigmoid(x):
+    return (0.5 * (1.0 + np.tanh(0.5 * x))).astype(np.float32)
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))
+
+
+def _gelu_tanh(x):
+    c = np.float32(math.sqrt(2.0 / math.pi))
+    return 0.5 * x * (1.0 + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))
+
+
+def _gelu_dx(x):
+    pdf = np.exp(-0.5 * x * x) / np.float32(math.sqrt(2 * math.pi))
+    return 0.5 * (1.0 + _erf(x / np.float32(math.sqrt(2.0)))) + x * pdf
+
+
+def _softplus(x):
+    return np.logaddexp(np.float32(0), x).astype(np.float32)
+
+
+# activation functions (ScalarE); computed in float32
+ACT: dict[str, Any] = {
+    "copy": lambda x: x, "identity": lambda x: x,
+    "exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, np.float32(0)),
+    "gelu": _gelu, "gelu_apprx_tanh": _gelu_tanh, "gelu_dx": _gelu_dx,
+    "silu": lambda x: x * _sigmoid(x), "silu_dx": lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
+    "softplus": _softplus, "mish": lambda x: x * np.tanh(_softplus(x)),
+    "sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "square": np.square,
+    "abs": np.abs, "sign": np.sign, "sin": np.sin, "cos": np.cos, "arctan": np.arctan, "erf": _erf,
+    "erf_dx": lambda x: np.float32(2 / math.sqrt(math.pi)) * np.exp(-x * x),
+    "reciprocal": lambda x: np.float32(1) / x, "negative": np.negative,
+    "ceil": np.ceil, "floor": np.floor, "trunc": np.trunc,
+    "logical_not": lambda x: (x == 0).astype(np.float32),
+}
+
+
+def _cmp(fn):
+    return lambda a, b: fn(a, b).astype(np.float32)
+
+
+def _intop(fn):
+    return lambda a, b: fn(np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)).astype(np.float32)
+
+
+# binary ALU ops (VectorE); computed in float32 (bitwise ops on integers)
+ALU: dict[str, Any] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum, "power": np.power,
+    "equal": _cmp(np.equal), "not_equal": _cmp(np.not_equal), "greater": _cmp(np.greater),
+    "greater_equal": _cmp(np.greater_equal), "less": _cmp(np.less), "less_equal": _cmp(np.less_equal),
+    "logical_and": _cmp(lambda a, b: (a != 0) & (b != 0)), "logical_or": _cmp(lambda a, b: (a != 0) | (b != 0)),
+    "logical_xor": _cmp(lambda a, b: (a != 0) ^ (b != 0)),
+    "bitwise_and": _intop(np.bitwise_and), "bitwise_or": _intop(np.bitwise_or),
+    "bitwise_xor": _intop(np.bitwise_xor), "left_shift": _intop(np.left_shift),
+    "right_shift": _intop(np.right_shift), "mod": np.mod, "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
+}
+
+# reduction ops over free axes
+REDUCE: dict[str, Any] = {
+    "add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod,
+    "logical_and": lambda x, axis, keepdims: np.all(x != 0, axis=axis, keepdims=keepdims).astype(np.float32),
+    "logical_or": lambda x, axis, keepdims: np.any(x != 0, axis=axis, keepdims=keepdims).astype(np.float32),
+}
+
+_NP_NAMES = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
+    np.true_divide: "divide", np.maximum: "maximum", np.minimum: "minimum", np.power: "power",
+    np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater", np.greater_equal: "greater_equal",
+    np.less: "less", np.less_equal: "less_equal", np.logical_and: "logical_and", np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor", np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor", np.left_shift: "left_shift", np.right_shift: "right_shift",
+    np.mod: "mod", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.sqrt: "sqrt", np.square: "square",
+    np.abs: "abs", np.absolute: "abs", np.sign: "sign", np.sin: "sin", np.cos: "cos", np.arctan: "arctan",
+    np.negative: "negative", np.reciprocal: "reciprocal", np.max: "maximum", np.min: "minimum",
+    np.sum: "add", np.prod: "multiply", np.amax: "maximum", np.amin: "minimum", np.ceil: "ceil",
+    np.floor: "floor", np.trunc: "trunc", np.logical_not: "logical_not",
+}
+
+
+def op_name(op: Any, kind: str = "alu") -> str:
+    """Canonical op name for an ``op=`` argument (nl function, numpy ufunc, or string)."""
+    if isinstance(op, str):
+        name = op
+    else:
+        name = getattr(op, "_nki_op", None) or _NP_NAMES.get(op)
+        if name is None:
+            name = getattr(op, "__name__", repr(op))
+    table = {"alu": ALU, "act": ACT, "reduce": REDUCE}[kind]
+    if name not in table:
+        raise KernelError("err_unsupported_op",
+                          f"{name!r} is not a supported {'activation function' if kind == 'act' else kind + ' op'}",
+                          f"use one of: {', '.join(sorted(table))}")
+    return name
+

@@ -1,0 +1,260 @@
+"""Free-axis reductions: ``tensor_reduce``, ``tensor_scalar_reduce``, and the batch-norm statistics pair
+``bn_stats`` / ``bn_aggr`` (Vector Engine)."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
+                                   result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa import _accum
+from trnsim.nki.isa.enums import reduce_cmd as _rc
+from trnsim.nki.isa.ops import ALU, REDUCE, op_name
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import mask_array
+from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, dst=None, api="tensor_reduce",
+            name_override=None, strict=True):
+    ctx = current()
+    name = name_override or op_name(op, "reduce")
+    v = tile_arg(data, api, "data")
+    nd = len(v.shape)
+    axes = axis if isinstance(axis, (list, tuple)) else [axis]
+    axes = sorted({int(a) + nd if int(a) < 0 else int(a) for a in axes})
+    if 0 in axes:
+        raise KernelError("err_reduce_partition_axis",
+                          f"reduction over the partition axis (axis 0) of {fmt_shape(v.shape)} in '{api}': reductions "
+                          "run along free axes only",
+                          "transpose first (nl.transpose / nisa.nc_transpose) so the axis is free, or contract over "
+                          "partitions with a matmul against a ones vector")
+    if any(a >= nd for a in axes):
+        raise KernelError("err_invalid_axis", f"axis {axes} out of range for a {nd}-D tile {fmt_shape(v.shape)}",
+                          f"use axes 1..{nd - 1}")
+    if strict and axes != list(range(axes[0], nd)):
+        raise KernelError("err_reduce_axis_not_innermost",
+                          f"reduction axes {axes} of {fmt_shape(v.shape)} must be the last contiguous free axes "
+                          "([1], [1, 2], ...)", f"reduce over axes {list(range(axes[0], nd))} or reorder the tile")
+    check_free_limit(v, api, "data")
+    shape = [s for k, s in enumerate(v.shape) if k not in axes] if not keepdims else \
+        [1 if k in axes else s for k, s in enumerate(v.shape)]
+    while len(shape) < 2:
+        shape.append(1)
+    shape = tuple(shape)
+    odt = dtype_or(dtype, v.tensor.dtype_name)
+    dview, out_t = out_tile(shape, odt, "sbuf", api, dst)
+    res = None
+    if ctx.numerics:
+        x = read(v)
+        with np.errstate(all="ignore"):
+            if name in REDUCE:
+                r = REDUCE[name](x, axis=tuple(axes), keepdims=keepdims)
+            elif name == "mean":
+                r = np.mean(x, axis=tuple(axes), keepdims=keepdims)
+            elif name == "var":
+                r = np.var(x, axis=tuple(axes), keepdims=keepdims)
+            else:
+                raise KernelError("err_unsupported_op", f"unsupported reduction {name}", "use add/max/min")
+        res = np.asarray(r, dtype=np.float32).reshape(shape)
+        if negate:
+            res = -res
+        store_result(ctx, dview, res, mask_array(mask, shape))
+    n = free_size(v.shape)
+    ctx.emit("tensor_reduce", "vector", (v,), (dview,), {"op": name, "axis": tuple(axes), "negate": bool(negate)},
+             n * v.shape[0], 0, n, v.shape[0])
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _tensor_reduce_beta1(*args, axis=None, mask=None, dtype=None, negate=False, keepdims=False, **kw):
+    """Reduce ``data`` with ``op`` along free ``axis`` (must include the last axis; never axis 0)."""
+    dst = kw.pop("dst", None)
+    op = kw.pop("op", None)
+    data = kw.pop("data", None)
+    pos = list(args)
+    if pos and is_tile(pos[0]):
+        dst = pos.pop(0)
+    if pos:
+        op = pos.pop(0)
+    if pos:
+        data = pos.pop(0)
+    if pos:
+        axis = pos.pop(0)
+    if axis is None:
+        raise KernelError("err_invalid_arguments", "tensor_reduce needs axis=", "pass axis=1 (or [1, 2, ...])")
+    return _reduce(op, data, axis, dtype, mask, negate, keepdims, dst)
+
+
+def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
+                         dst=None, **kw):
+    """``out = data op0 operand0`` and ``reduce_res = reduce_op(out)`` along the free axes (one VectorE
+    instruction)."""
+    ctx = current()
+    api = "tensor_scalar_reduce"
+    v = tile_arg(data, api, "data")
+    check_free_limit(v, api, "data")
+    P = v.shape[0]
+    reads = [v]
+    n0 = op_name(op0)
+    rname = op_name(reduce_op, "reduce")
+    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
+    rv = as_view(reduce_res)
+    if rv.shape[0] != P or free_size(rv.shape) != 1:
+        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    shape = tuple(v.shape)
+    dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
+    res = None
+    if ctx.numerics:
+        x = read(v)
+        with np.errstate(all="ignore"):
+            ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
+            res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
+        store_result(ctx, dview, res, mask_array(mask, shape))
+        write(rv, REDUCE[rname](res, axis=tuple(range(1, res.ndim)), keepdims=True).reshape(rv.shape))
+    n = free_size(shape)
+    ctx.emit(api, "vector", reads, (dview, rv), {"op0": n0, "reduce_op": rname}, 2 * n * P, 0, n, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
+    """Per-partition statistics of ``data`` ([P, F], F <= bn_stats_fmax) for bn_aggr.
+
+    Output [P, 6] float32. The hardware's 6-value layout is not documented; trnsim stores
+    (count, mean, M2 = count * variance, 0, 0, 0) per partition, which bn_aggr combines exactly.
+    """
+    ctx = current()
+    v = tile_arg(data, "bn_stats", "data")
+    lim = ctx.limits
+    F = free_size(v.shape)
+    if F > lim.bn_stats_fmax:
+        raise KernelError("err_size_of_dimension_exceed_arch_limit",
+                          f"size of dimension 1 in 'data{fmt_shape(v.shape)}' of 'bn_stats' exceed architecture "
+                          f"limitation of {lim.bn_stats_fmax}.",
+                          f"call bn_stats on chunks of {lim.bn_stats_fmax} (nl.tile_size.bn_stats_fmax) and combine "
+                          "them with bn_aggr")
+    P = v.shape[0]
+    dview, out_t = out_tile((P, 6), dtype_or(dtype, "float32"), "sbuf", "bn_stats", dst)
+    res = None
+    if ctx.numerics:
+        x = read(v).reshape(P, -1)
+        res = np.zeros((P, 6), dtype=np.float32)
+        res[:, 0] = F
+        res[:, 1] = x.mean(axis=1)
+        res[:, 2] = x.var(axis=1) * F
+        store_result(ctx, dview, res, None)
+    ctx.emit("bn_stats", "vector", (v,), (dview,), {}, 3 * F * P, 0, F, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _bn_aggr_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
+    """Combine bn_stats outputs [P, 6*k] into [P, 2] = (mean, variance) per partition."""
+    ctx = current()
+    v = tile_arg(data, "bn_aggr", "data")
+    P = v.shape[0]
+    F = free_size(v.shape)
+    if F % 6:
+        raise KernelError("err_shape_mismatch", f"bn_aggr input {fmt_shape(v.shape)} is not a multiple of 6 values "
+                          "per partition", "pass the concatenated outputs of bn_stats")
+    dview, out_t = out_tile((P, 2), dtype_or(dtype, "float32"), "sbuf", "bn_aggr", dst)
+    res = None
+    if ctx.numerics:
+        s = read(v).reshape(P, F // 6, 6).astype(np.float64)
+        cnt, mean, m2 = s[..., 0], s[..., 1], s[..., 2]
+        n = cnt.sum(axis=1)
+        mu = (cnt * mean).sum(axis=1) / n
+        var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / n
+        res = np.stack([mu, var], axis=1).astype(np.float32)
+        store_result(ctx, dview, res, None)
+    ctx.emit("bn_aggr", "vector", (v,), (dview,), {}, 4 * F * P, 0, F, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _tensor_reduce_06(dst, op, data, axis, negate, keepdims, name):
+    """``dst = op-reduction of data`` along free ``axis`` (never 0, the partition axis)."""
+    return _reduce(op, data, axis, None, None, negate, keepdims, dst)
+
+
+def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_cmd, reduce_init,
+                             reduce_res_negate, name):
+    """``dst = data op0 operand0`` and a reduction of it along the free axes into the Vector Engine accumulator
+    (one VectorE instruction); ``reduce_res`` [P, 1] (optional) receives the accumulator (negated if
+    ``reduce_res_negate``). ``reduce_cmd``: ``reset_reduce`` (default), ``reduce`` (continue the accumulator),
+    ``load_reduce`` (start from ``reduce_init``)."""
+    ctx = current()
+    api = "tensor_scalar_reduce"
+    v = tile_arg(data, api, "data")
+    check_free_limit(v, api, "data")
+    P = v.shape[0]
+    reads = [v]
+    n0 = op_name(op0)
+    rname = op_name(reduce_op, "reduce")
+    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
+    cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
+    if reduce_init is not None and cmd != _rc.load_reduce:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_init is only used with reduce_cmd.load_reduce "
+                          f"(got {cmd})", "drop reduce_init or pass reduce_cmd=nisa.reduce_cmd.load_reduce")
+    if cmd == _rc.load_reduce and reduce_init is None:
+        raise KernelError("err_invalid_arguments", f"'{api}' reduce_cmd.load_reduce needs reduce_init",
+                          "pass reduce_init=<number or [P, 1] float32 tile>")
+    init_v, init_vec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads) if reduce_init is not None \
+        else (None, False)
+    rv = None
+    if reduce_res is not None:
+        rv = as_view(reduce_res)
+        if tuple(rv.shape) != (P, 1):
+            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    shape = tuple(v.shape)
+    dview, out_t = out_tile(shape, v.tensor.dtype_name, "sbuf", api, dst)
+    init = None
+    if cmd == _rc.load_reduce and ctx.numerics:
+        init = read(init_v).reshape(P) if init_vec else np.float32(init_v)
+    acc = _accum.start(ctx, "vector", cmd, rname, P, api, init)
+    res = None
+    if ctx.numerics:
+        x = read(v)
+        with np.errstate(all="ignore"):
+            ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
+            res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
+        store_result(ctx, dview, res, None)
+        part = REDUCE[rname](res, axis=tuple(range(1, res.ndim))).reshape(P)
+        acc = np.asarray(ALU[rname](acc, part), dtype=np.float32)
+        if rv is not None:
+            write(rv, (-acc if reduce_res_negate else acc).reshape(P, 1))
+    _accum.save(ctx, "vector", acc if ctx.numerics else None)
+    n = free_size(shape)
+    writes = (dview, rv) if rv is not None else (dview,)
+    ctx.emit(api, "vector", reads, writes, {"op0": n0, "reduce_op": rname, "reduce_cmd": cmd}, 2 * n * P, 0, n, P)
+    finish(ctx, out_t, res)
+    return result_of(dst, out_t, dview)
+
+
+def _bn_stats_06(dst, data, name):
+    """Per-partition statistics of ``data`` for ``bn_aggr`` (dst [P, 6])."""
+    return _bn_stats_beta1(data, dst=dst)
+
+
+def _bn_aggr_06(dst, data, name):
+    """Combine ``bn_stats`` outputs into dst [P, 2] = (mean, variance)."""
+    return _bn_aggr_beta1(data, dst=dst)
+
+
+tensor_reduce = two_forms("tensor_reduce", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED),
+                                            ("axis", REQUIRED), ("negate", False), ("keepdims", False),
+                                            ("name", None)], _tensor_reduce_beta1, _tensor_reduce_06)
+tensor_scalar_reduce = two_forms("tensor_scalar_reduce",
+                                 [("dst", REQUIRED), ("data", REQUIRED), ("op0", REQUIRED), ("operand0", REQUIRED),
+                                  ("reduce_op", REQUIRED), ("reduce_res", None), ("reverse0", False),
+                                  ("reduce_cmd", "reset_reduce"), ("reduce_init", None), ("reduce_res_negate", False),
+                                  ("name", None)], _tensor_scalar_reduce_beta1, _tensor_scalar_reduce_06)
+bn_stats = two_forms("bn_stats", [("dst", REQUIRED), ("data", REQUIRED), ("name", None)], _bn_stats_beta1,
+                     _bn_stats_06)
+bn_aggr = two_forms("bn_aggr", [("dst", REQUIRED), ("data", REQUIRED), ("name", None)], _bn_aggr_beta1, _bn_aggr_06)
+
+
+__all__ = ["tensor_reduce", "tensor_scalar_reduce", "bn_stats", "bn_aggr"]

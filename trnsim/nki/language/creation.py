@@ -1,0 +1,239 @@
+"""Tensor creation: ``ndarray``, ``zeros``, ``ones``, ``full`` and the ``*_like`` forms."""
+from __future__ import annotations
+
+import numpy as np
+
+from trnsim.nki import dtypes as _dt
+from trnsim.nki.context import Placement, current
+from trnsim.nki.isa import fill as _fill  # noqa: F401
+from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.tensors import ParDim, Tensor
+from trnsim.nki.language.buffers import _Buffer
+
+
+# ----------------------------------------------------------------------------- creation
+
+def _shape_pdim(shape) -> tuple[tuple[int, ...], int]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(shape)
+    pd = [k for k, s in enumerate(shape) if isinstance(s, ParDim)]
+    return tuple(int(s) for s in shape), (pd[0] if pd else 0)
+
+
+def _buf(buffer) -> tuple[str, str]:
+    if buffer is None:
+        return "sbuf", "local"
+    if isinstance(buffer, Placement):
+        return buffer.buffer, "local"
+    if isinstance(buffer, _Buffer):
+        return ("hbm", buffer.kind) if buffer.kind in ("private", "shared") else (buffer.kind, "local")
+    if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
+        return {"sbuf": ("sbuf", "local"), "psum": ("psum", "local"), "hbm": ("hbm", "private"),
+                "shared_hbm": ("hbm", "shared"), "private_hbm": ("hbm", "private")}[buffer]
+    raise KernelError("err_unsupported_buffer", f"unknown buffer {buffer!r}",
+                      "use nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm")
+
+
+def ndarray(shape, dtype, buffer=None, name: str = "", address=None, **kwargs) -> Tensor:
+    """Allocate an uninitialised tensor (SBUF by default; floats read as NaN until written).
+
+    ``address=(partition_offset, free_offset)`` (bytes per partition) requests an explicit on-chip placement;
+    like ``buffer=nki.compiler.sbuf.mod_alloc(...)`` it is recorded in the trace's ``Allocation.placement``."""
+    t = _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
+    place = None
+    if address is not None:
+        try:
+            p0, f0 = (int(a) for a in address)
+        except (TypeError, ValueError):
+            raise KernelError("err_invalid_allocation", f"address={address!r} is not (partition_offset, free_offset)",
+                              "pass address=(partition, byte offset), e.g. address=(0, 1024)") from None
+        place = {"base_partition": p0, "base_addr": f0}
+    if place is not None:
+        _check_placement(t, place)
+    return t
+
+
+def _check_placement(t: Tensor, place: dict) -> None:
+    """Record an explicit placement of ``t`` and check it fits the target (err_allocation_out_of_range)."""
+    ctx = current()
+    lim = ctx.limits
+    if t.buffer == "hbm":
+        raise KernelError("err_invalid_allocation", f"explicit placement of HBM tensor {t.name or 'tensor'}",
+                          "place SBUF or PSUM tensors only")
+    p0 = place.get("base_partition", 0)
+    if p0 < 0 or p0 + t.partitions > lim.pmax:
+        raise KernelError("err_allocation_out_of_range",
+                          f"tensor {fmt_shape(t.shape)} placed at partition {p0} spans partitions {p0}.."
+                          f"{p0 + t.partitions - 1}; {ctx.target} has {lim.pmax}", "lower base_partition")
+    nblocks = 1
+    for k in range(t.pdim):
+        nblocks *= t.shape[k]
+    if t.buffer == "sbuf":
+        copies = 1
+        for n in place.get("num_free_tiles", ()) or ():
+            copies *= n
+        # num_free_tiles=(n,): the tensor's tiles (its block dims, else its first free dim) rotate over n buffers
+        tiles = nblocks if t.pdim > 0 else (t.shape[1] if len(t.shape) > 1 else 1)
+        physical = t.bytes_per_partition if copies <= 1 else (t.bytes_per_partition // max(1, tiles)) * copies
+        end = place.get("base_addr", 0) + physical
+        if place.get("base_addr", 0) < 0 or end > lim.sbuf_bytes_per_partition:
+            raise KernelError("err_allocation_out_of_range",
+                              f"SBUF tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed at byte "
+                              f"{place.get('base_addr', 0)} ends at byte {end} of a partition; {ctx.target} has "
+                              f"{lim.sbuf_bytes_per_partition} usable bytes per partition",
+                              "lower base_addr or use fewer / smaller buffers")
+    else:
+        banks = 1
+        for n in place.get("num_bank_tiles", ()) or (1,):
+            banks *= n
+        b0 = place.get("base_bank", 0)
+        if b0 < 0 or b0 + banks > lim.psum_banks:
+            raise KernelError("err_allocation_out_of_range",
+                              f"PSUM tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed in banks {b0}..{b0 + banks - 1}; "
+                              f"{ctx.target} has {lim.psum_banks} banks", "lower base_bank or num_bank_tiles")
+    ctx.placements[t.alloc_id] = place
+
+
+_ALLOC_ARGS: dict = {}   # (shape, dtype, buffer) -> (shape, pdim, buffer name, kind, dtype name), plain-int shapes
+
+
+def _alloc_args(shape, dtype, buffer):
+    """Normalised (shape, pdim, buffer name, kind, dtype name) of an allocation call (memoised when the shape is a
+    tuple of plain ints: ``nl.par_dim`` entries compare equal to ints, so they never use the memo)."""
+    key = None
+    if type(shape) is tuple:
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            key = (shape, dtype, buffer)
+            try:
+                hit = _ALLOC_ARGS.get(key)
+            except TypeError:
+                key = hit = None
+            if hit is not None:
+                return hit
+    try:
+        shape, pd = _shape_pdim(shape)
+    except (TypeError, ValueError):
+        raise KernelError("err_invalid_shape", f"tensor shape {shape!r} is not a tuple of integers",
+                          "pass the shape as a tuple of ints, e.g. (128, 512)") from None
+    if not shape or any(s < 1 for s in shape):
+        raise KernelError("err_invalid_shape", f"tensor shape {fmt_shape(shape) if shape else '[]'} has a size below 1",
+                          "every dimension must be >= 1")
+    bname, kind = _buf(buffer)
+    try:
+        dname = _dt.dtype_name(dtype)
+    except TypeError as exc:
+        raise KernelError("err_unsupported_dtype", f"dtype {dtype!r} is not an NKI dtype ({exc})",
+                          "use nl.float32, nl.bfloat16, nl.float16, nl.int32, ... (or the matching numpy dtype)") \
+            from None
+    res = (shape, pd, bname, kind, dname)
+    if key is not None and len(_ALLOC_ARGS) < 4096:
+        _ALLOC_ARGS[key] = res
+    return res
+
+
+def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
+    ctx = current()
+    shape, pd, bname, kind, dname = _alloc_args(shape, dtype, buffer)
+    if pd != 0 and ctx.dialect == "nki":
+        raise KernelError("err_block_dimension_removed",
+                          f"tensor {name or api}{fmt_shape(shape)} has its partition dimension at position {pd} (a block "
+                          "dimension); NKI 0.2+ removed block dimensions: the partition dimension is always the first",
+                          "allocate one tile per block, e.g. tiles = [nl.ndarray((128, 512), ...) for _ in range(n)]")
+    if bname == "hbm":
+        if fill != "uninit":
+            raise KernelError("err_hbm_tensor_with_init_value_not_supported",
+                              f"HBM tensor {name or api}{fmt_shape(shape)} cannot be created with an init value",
+                              "create it with nl.ndarray(..., buffer=nl.shared_hbm) and store data into it")
+        if kind == "shared":
+            if len(ctx.scopes) > 1:
+                raise KernelError("err_shared_hbm_must_in_kernel_level",
+                                  "nl.shared_hbm tensors must be allocated at kernel level, not inside a loop",
+                                  "move the nl.ndarray(..., buffer=nl.shared_hbm) call before the loops")
+            pos = ctx.shared_pos
+            ctx.shared_pos += 1
+            if pos < len(ctx.shared):
+                t = ctx.shared[pos]
+                if t.shape != shape or t.dtype_name != dname:
+                    raise KernelError("err_spmd_shared_mismatch",
+                                      f"SPMD instances allocate different shared_hbm tensors ({fmt_shape(t.shape)} "
+                                      f"{t.dtype_name} vs {fmt_shape(shape)} {dname})",
+                                      "every program instance must allocate the same shared outputs")
+                return t
+        t = Tensor(ctx, shape, dname, "hbm", name, kind="shared" if kind == "shared" else "private")
+        ctx.charge_hbm(name, shape, dname, t.bytes_per_partition)
+        t.depth = len(ctx.loops)
+        t.alloc_id = ctx.new_alloc(name, "hbm", shape, dname, t.bytes_per_partition, 1, kind == "shared")
+        if ctx.numerics:
+            t.data = np.full(shape, np.nan if _dt.is_float(dname) else 0, dtype=_dt.storage_dtype(dname))
+        if kind == "shared":
+            ctx.shared.append(t)
+        return t
+    copies = None
+    if isinstance(buffer, Placement):
+        copies = 1
+        for c in buffer.fields.get("num_bank_tiles" if bname == "psum" else "num_free_tiles", ()) or ():
+            copies *= c
+    t = ctx.new_tensor(shape, dname, bname, name, pdim=pd, fill=fill, api=api, copies=copies)
+    if isinstance(buffer, Placement):
+        _check_placement(t, dict(buffer.fields))
+    if fill != "uninit" and bname == "sbuf":
+        _fill._memset_into(t.full_view(), float(fill))
+    return t
+
+
+def zeros(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    """Allocate a zero-filled tensor (SBUF memset; a PSUM accumulator's zero fill is folded into its
+    first matmul, as the compiler does, and records no instruction)."""
+    return _alloc(shape, dtype, buffer, name, 0.0, "zeros")
+
+
+def ones(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return _alloc(shape, dtype, buffer, name, 1.0, "ones")
+
+
+def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return _alloc(shape, dtype, buffer, name, float(fill_value), "full")
+
+
+def zeros_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return zeros(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def empty_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return ndarray(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def ones_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return ones(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+
+
+def full_like(a, fill_value, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+    return full(a.shape, fill_value, dtype or a.dtype, buffer=buffer, name=name)
+
+
+__all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like"]
+
+
+def shared_constant(constant, dtype=None, **kwargs) -> Tensor:
+    """A shared-HBM tensor holding ``constant`` (a numpy array known when the kernel is built; LNC cores share
+    it). ``dtype`` (default: the array's) is the tensor's dtype, values rounded to it."""
+    ctx = current()
+    arr = np.asarray(constant)
+    if arr.ndim == 0 or arr.size == 0:
+        raise KernelError("err_invalid_constant", f"nl.shared_constant needs a non-empty array, got shape {arr.shape}",
+                          "pass a numpy array, e.g. np.identity(128)")
+    dname = _dt.dtype_name(dtype) if dtype is not None else _dt.dtype_name(arr.dtype)
+    t = Tensor(ctx, arr.shape, dname, "hbm", "shared_constant", kind="shared")
+    t.alloc_id = ctx.new_alloc("shared_constant", "hbm", t.shape, dname, t.bytes_per_partition, 1, True)
+    t.mutable = False
+    t.written = True
+    if ctx.numerics:
+        t.data = _dt.cast(arr.astype(np.float32), dname).astype(_dt.storage_dtype(dname))
+    return t
+
+
+__all__ = __all__ + ["shared_constant"]

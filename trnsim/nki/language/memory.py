@@ -1,0 +1,105 @@
+"""HBM <-> SBUF convenience wrappers: ``load``, ``store``, ``load_transpose2d`` (each one ``dma_copy``)."""
+from __future__ import annotations
+
+import builtins
+from weakref import ref as _weakref
+
+
+from trnsim.nki import dtypes as _dt
+from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa import common as _common, dma as _dmam  # noqa: F401
+from trnsim.nki.rules import KernelError
+from trnsim.nki.tensors import Broadcast, Tensor, View
+from trnsim.nki.tensors import check_bounds as _check_bounds
+from trnsim.nki.language.compute import copy
+
+
+# ----------------------------------------------------------------------------- memory
+
+def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
+    """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
+    ctx = current()
+    s = as_view(src)
+    if not isinstance(s, (View,)) or s.tensor.buffer != "hbm":
+        buf = s.tensor.buffer if hasattr(s, "tensor") else type(src).__name__
+        raise KernelError("err_unsupported_memory",
+                          f"Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in "
+                          f"'{buf}' instead.",
+                          "nl.load reads kernel inputs (HBM); use nl.copy for on-chip copies")
+    shape = tuple(s.shape)
+    if len(shape) < 2:
+        shape = shape + (1,) if shape else (1, 1)
+    st = s.tensor
+    dname = _dt.dtype_name(dtype) if dtype is not None else st.dtype_name
+    t = ctx.new_tensor(shape, dname, "sbuf", api="load", temp=True)
+    if mask is None and not ctx.numerics and dname == st.dtype_name and len(s.shape) >= 2:
+        # timing-only, unmasked, uncast load: the same checks and record as _dmam._dma(t.full_view(), s, None,
+        # "load"), without its general mask / cast / numerics handling
+        if s.adv is not None or s.ranges is not st._full_ranges:
+            _check_bounds(s, None)
+        ctx.last_mask = None
+        parts = shape[0]
+        free = 1
+        for x in shape[1:]:
+            free *= x
+        nbytes = parts * free * st.itemsize
+        ctx.emit("dma_copy", "dma", (s,), (t.full_view(),),
+                 {"api": "load", "partitions": parts, "bytes_per_partition": nbytes // builtins.max(1, parts),
+                  "src": "hbm", "dst": "sbuf"}, 0, nbytes, free, parts)
+        ctx.last_out = _weakref(t)
+        ctx.last_out_index = len(ctx.instructions) - 1
+        ctx.last_vals = None
+        return t
+    _dmam._dma(t.full_view(), s, mask, "load")
+    mask_written = ctx.last_mask
+    _common.finish(ctx, t, None)
+    ctx.last_mask = mask_written
+    return t
+
+
+def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
+    """Load a 2-D HBM region transposed (DMA transpose; slow on hardware)."""
+    ctx = current()
+    s = as_view(src)
+    if s.tensor.buffer != "hbm" or len(s.shape) != 2:
+        raise KernelError("err_unsupported_memory", "load_transpose2d reads a 2-D HBM access",
+                          "pass in_tensor[rows, cols] from HBM")
+    F, P = s.shape
+    dname = _dt.dtype_name(dtype) if dtype is not None else s.tensor.dtype_name
+    t = ctx.new_tensor((P, F), dname, "sbuf", api="load_transpose2d")
+    _check_bounds(s, None)
+    ctx.last_mask = None
+    if ctx.numerics:
+        write(t.full_view(), read(s).T)
+    ctx.emit("dma_copy", "dma", (s,), (t.full_view(),),
+             {"api": "load_transpose2d", "transpose": True, "partitions": P,
+              "bytes_per_partition": F * s.tensor.itemsize, "src": "hbm", "dst": "sbuf"},
+             0, P * F * s.tensor.itemsize, F, P)
+    _common.finish(ctx, t, None)
+    return t
+
+
+def store(dst, value, *, mask=None, **kwargs) -> None:
+    """Store an SBUF tile into HBM (a PSUM value is first copied to SBUF, as the compiler does)."""
+    d = as_view(dst)
+    if d.tensor.buffer != "hbm":
+        raise KernelError("err_unsupported_memory",
+                          f"Expected operand 'dst' of 'store' to be in address space 'hbm', but got a tile in "
+                          f"'{d.tensor.buffer}' instead.",
+                          "nl.store writes HBM tensors; use dst[...] = value or nl.copy for on-chip copies")
+    if not isinstance(value, (Tensor, View, Broadcast)):
+        raise KernelError("err_expected_tile", f"nl.store value must be a tile, got {type(value).__name__}",
+                          "store an SBUF tile")
+    v = as_view(value)
+    if isinstance(v, Broadcast):
+        v = as_view(copy(v))
+    if v.tensor.buffer == "psum":
+        v = as_view(copy(v))
+    if v.tensor.buffer == "hbm":
+        raise KernelError("err_unsupported_memory",
+                          "Expected operand 'value' of 'store' to be in address space 'sbuf', but got a tile in "
+                          "'hbm' instead.", "load it into SBUF first (nl.load)")
+    _dmam._dma(d, v, mask, "store")
+
+
+__all__ = ["load", "load_transpose2d", "store"]

@@ -1,0 +1,278 @@
+"""The ``NkiTensor`` query and view methods of NKI 0.6 (aws-neuron-sdk ``nki/api/nki/language``, class
+``NkiTensor``), shared by :class:`~trnsim.nki.tensors.Tensor` and :class:`~trnsim.nki.tensors.View` as a base class.
+
+Queries: ``size``, ``offset``, ``strides`` (views), ``is_contiguous()``, ``get_pattern()``, ``is_indirect()``.
+Views that select part of a tensor: ``slice``, ``select`` (a static int, or a [1, 1] index tile read at run
+time), ``broadcast``. Views that re-shape a whole tensor without moving data: ``expand_dim``, ``squeeze_dim``,
+``reshape_dim``, ``flatten_dims``, ``view`` / ``reinterpret_cast`` (dtype reinterpretation): the result shares
+the storage and allocation of the tensor (trnsim represents it as a tensor aliasing the same allocation, so it
+applies to a whole tensor, not to a slice of one). Strides are in elements; on-chip tensors have stride 0 on the
+partition dimension (partitions are separate memories).
+
+This module sits below :mod:`trnsim.nki.tensors` (which derives its classes from the mixin) and never imports it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trnsim.nki import dtypes as dt
+from trnsim.nki.rules import KernelError, fmt_shape
+
+
+def _view_of(x):
+    """The View of a Tensor (full view) or the View itself (following a retargeted temp to its destination)."""
+    v = x.full_view() if hasattr(x, "full_view") else x
+    t = v.tensor
+    if t.alias is not None:
+        v = t.alias
+    return v
+
+
+def _dim(x, dim, api: str, nd: int | None = None) -> int:
+    nd = len(x.shape) if nd is None else nd
+    try:
+        d = int(dim)
+    except (TypeError, ValueError):
+        raise KernelError("err_invalid_axis", f"{api}: dim must be an int, got {dim!r}", "pass a dimension index") \
+            from None
+    d = d + nd if d < 0 else d
+    if not 0 <= d < nd:
+        raise KernelError("err_invalid_axis", f"{api}: dim {dim} out of range for a {nd}-D tensor {fmt_shape(x.shape)}",
+                          f"use a dim in 0..{nd - 1}")
+    return d
+
+
+def _on_chip(x) -> bool:
+    return x.tensor.buffer != "hbm"
+
+
+def _no_partition(x, d: int, api: str) -> None:
+    if _on_chip(x) and d == 0:
+        raise KernelError("err_partition_dim_must_be_first",
+                          f"{api} on dim 0 of the on-chip tensor {fmt_shape(x.shape)}: the partition dimension stays "
+                          "first and cannot be changed by a view", "apply it to a free dimension (dim >= 1)")
+
+
+def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
+    """A tensor sharing the storage and allocation of the whole tensor behind ``x`` with a new shape (and dtype).
+    Same bytes per partition; on-chip tensors keep their partition count."""
+    v = _view_of(x)
+    t = v.tensor
+    if v.adv is not None or not v.is_full():
+        raise KernelError("err_unsupported_view",
+                          f"{api} of the partial access {fmt_shape(v.shape)} of {t.name or 'a tensor'}"
+                          f"{fmt_shape(t.shape)}: trnsim re-shapes whole tensors",
+                          f"apply {api} to the whole tensor, then slice the result")
+    if t.pdim != 0 and t.buffer != "hbm":
+        raise KernelError("err_unsupported_view", f"{api} of a tensor whose partition dim is {t.pdim} (a Beta 1 block "
+                          "layout)", "allocate the tile with the partition dimension first")
+    dname = dtype_name or t.dtype_name
+    shape = tuple(int(s) for s in shape)
+    new_isz = dt.itemsize(dname)
+    if math.prod(shape) * new_isz != math.prod(t.shape) * t.itemsize:
+        raise KernelError("err_unsupported_reshape", f"{api}: {fmt_shape(shape)} {dname} does not cover the "
+                          f"{fmt_shape(t.shape)} {t.dtype_name} storage", "keep the byte count the same")
+    if t.buffer != "hbm" and shape[0] != t.shape[0]:
+        raise KernelError("err_partition_dim_must_be_first",
+                          f"{api}: {fmt_shape(t.shape)} -> {fmt_shape(shape)} changes the partition count of an "
+                          "on-chip tensor", "keep dim 0 unchanged")
+    data = None
+    if t.data is not None:
+        data = t.data
+        if dname != t.dtype_name:
+            data = np.ascontiguousarray(data).view(dt.storage_dtype(dname))
+        data = data.reshape(shape)
+    new = type(t)(t.ctx if t.buffer == "hbm" else None, shape, dname, t.buffer, t.name, kind=t.kind,
+                 alloc_id=t.alloc_id, data=data)
+    if t.acc is not None and dname == t.dtype_name:
+        new.acc = t.acc.reshape(shape)
+    new.mutable = t.mutable
+    new.depth = t.depth
+    new.root = t.root if t.root is not None else t
+    new.written = t.written
+    return new
+
+
+class _ViewStrides:
+    """``strides`` of a View (a Tensor keeps its own layout strides in its instance attributes)."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return tuple(st for st, _ in _pattern(obj))
+
+
+def _pattern(x) -> list[tuple[int, int]]:
+    v = _view_of(x)
+    t = v.tensor
+    if v.adv is not None:
+        raise KernelError("err_unsupported_view", f"access pattern of the index-expression access {v!r}",
+                          "query a slice of the tensor instead")
+    out = []
+    for k, r in enumerate(v.ranges):
+        if r[0] == "r":
+            out.append((t.strides[k] * r[2], r[3]))
+    return out
+
+
+class NkiTensorMethods:
+    """Mixin with the NKI 0.6 ``NkiTensor`` queries and views (see the module docstring)."""
+    __slots__ = ()
+
+    strides = _ViewStrides()
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(math.prod(self.shape))
+
+    @property
+    def offset(self) -> int:
+        """Element offset of the first element in the tensor's storage (free dimensions for on-chip tensors)."""
+        v = _view_of(self)
+        if v.adv is not None:
+            return int(sum(s * lo for s, (lo, _) in zip(v.tensor.strides, v.dim_bounds())))
+        return int(sum(v.tensor.strides[k] * r[1] for k, r in enumerate(v.ranges)))
+
+    def get_pattern(self) -> list[list[int]]:
+        """The access pattern ``[[stride, count], ...]``, one pair per dimension (strides in elements)."""
+        return [[int(s), int(c)] for s, c in _pattern(self)]
+
+    def is_contiguous(self) -> bool:
+        """True if the free dimensions (all dimensions for HBM) cover storage in row-major order."""
+        pat = _pattern(self)
+        if _on_chip(_view_of(self)):
+            pat = pat[1:]
+        expect = 1
+        for st, cnt in reversed(pat):
+            if cnt == 1:
+                continue
+            if st != expect:
+                return False
+            expect *= cnt
+        return True
+
+    def is_indirect(self) -> bool:
+        """True for an access addressed through index values (index expressions / indirect offsets)."""
+        return _view_of(self).adv is not None
+
+    # ------------------------------------------------------------------ selecting views
+    def slice(self, dim: int, start: int, end: int, step: int = 1):
+        """Elements ``start:end:step`` of dimension ``dim`` (``0 <= start < end <= shape[dim]``, ``step >= 1``)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "slice")
+        start, end, step = int(start), int(end), int(step)
+        if not (0 <= start < end <= v.shape[d]) or step < 1:
+            raise KernelError("err_tensor_access_out_of_bound",
+                              f"slice(dim={d}, start={start}, end={end}, step={step}) of {fmt_shape(v.shape)}: need "
+                              f"0 <= start < end <= {v.shape[d]} and step >= 1", "pick a range inside the dimension")
+        key = tuple(slice(None) if k != d else slice(start, end, step) for k in range(len(v.shape)))
+        return v[key]
+
+    def select(self, dim: int, index):
+        """Remove dimension ``dim`` by taking element ``index``: an int, or a [1, 1] integer tile whose value is
+        read when the kernel runs (dynamic select, not on the partition dim of an on-chip tensor)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "select")
+        if hasattr(index, "tensor") and hasattr(index, "shape"):   # a tile
+            _no_partition(v, d, "dynamic select")
+            iv = _view_of(index) if hasattr(index, "ranges") or hasattr(index, "full_view") else None
+            if iv is None or tuple(iv.shape) != (1, 1) or dt.is_float(iv.tensor.dtype_name):
+                raise KernelError("err_invalid_index", f"dynamic select index must be a [1, 1] integer tile, got "
+                                  f"{fmt_shape(index.shape)} {index.tensor.dtype_name}",
+                                  "load the index into an nl.int32 [1, 1] SBUF tile")
+            if iv.tensor.data is None:
+                raise KernelError("err_dynamic_value_unknown", "dynamic select needs the index value, which a "
+                                  "timing-only trace does not compute", "trace with numerics=True")
+            index = int(np.asarray(iv.tensor.data[iv.npkey()]).reshape(()))
+        else:
+            try:
+                index = int(index)
+            except (TypeError, ValueError):
+                raise KernelError("err_invalid_index", f"select index must be an int or a [1, 1] tile, got "
+                                  f"{type(index).__name__}", "pass an int") from None
+            _no_partition(v, d, "select")
+        if not 0 <= index < v.shape[d]:
+            raise KernelError("err_tensor_access_out_of_bound", f"select(dim={d}, index={index}) of "
+                              f"{fmt_shape(v.shape)}", f"use an index in 0..{v.shape[d] - 1}")
+        key = tuple(slice(None) if k != d else index for k in range(len(v.shape)))
+        return v[key]
+
+    def broadcast(self, dim: int, size: int):
+        """Repeat the size-1 dimension ``dim`` ``size`` times (a read-only broadcast access; no copy)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "broadcast")
+        _no_partition(v, d, "broadcast")
+        if v.shape[d] != 1:
+            raise KernelError("err_invalid_broadcast", f"broadcast(dim={d}) of {fmt_shape(v.shape)}: only a size-1 "
+                              "dimension can be broadcast", "select or slice the dimension down to size 1 first")
+        shape = tuple(int(size) if k == d else s for k, s in enumerate(v.shape))
+        return v.broadcast_to(shape)
+
+    # ------------------------------------------------------------------ re-shaping views (whole tensors)
+    def expand_dim(self, dim: int):
+        """Insert a size-1 dimension at ``dim`` (not 0 on-chip)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "expand_dim", len(v.shape) + 1)
+        _no_partition(v, d, "expand_dim")
+        return alias_tensor(v, v.shape[:d] + (1,) + tuple(v.shape[d:]), api="expand_dim")
+
+    def squeeze_dim(self, dim: int):
+        """Remove the size-1 dimension ``dim`` (not 0 on-chip)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "squeeze_dim")
+        _no_partition(v, d, "squeeze_dim")
+        if v.shape[d] != 1:
+            raise KernelError("err_unsupported_reshape", f"squeeze_dim({d}) of {fmt_shape(v.shape)}: the dimension has "
+                              f"size {v.shape[d]}, not 1", "squeeze a size-1 dimension")
+        return alias_tensor(v, tuple(v.shape[:d]) + tuple(v.shape[d + 1:]), api="squeeze_dim")
+
+    def reshape_dim(self, dim: int, shape):
+        """Split dimension ``dim`` into ``shape`` (one entry may be -1)."""
+        v = _view_of(self)
+        d = _dim(v, dim, "reshape_dim")
+        parts = [int(s) for s in shape]
+        if parts.count(-1) > 1:
+            raise KernelError("err_unsupported_reshape", f"reshape_dim shape {parts} has more than one -1",
+                              "give at most one -1")
+        if -1 in parts:
+            known = math.prod(p for p in parts if p != -1)
+            parts[parts.index(-1)] = v.shape[d] // known if known and v.shape[d] % known == 0 else -1
+        if math.prod(parts) != v.shape[d] or any(p <= 0 for p in parts):
+            raise KernelError("err_unsupported_reshape", f"reshape_dim({d}, {list(shape)}): the sizes must multiply to "
+                              f"{v.shape[d]}", "split the dimension into factors of its size")
+        if len(parts) != 1:
+            _no_partition(v, d, "reshape_dim")
+        return alias_tensor(v, tuple(v.shape[:d]) + tuple(parts) + tuple(v.shape[d + 1:]), api="reshape_dim")
+
+    def flatten_dims(self, start_dim: int, end_dim: int):
+        """Merge dimensions ``start_dim..end_dim`` (inclusive) into one (``start_dim > 0`` on-chip)."""
+        v = _view_of(self)
+        a, b = _dim(v, start_dim, "flatten_dims"), _dim(v, end_dim, "flatten_dims")
+        if b < a:
+            raise KernelError("err_invalid_axis", f"flatten_dims({start_dim}, {end_dim}): end before start",
+                              "pass start_dim <= end_dim")
+        _no_partition(v, a, "flatten_dims")
+        merged = math.prod(v.shape[a:b + 1])
+        return alias_tensor(v, tuple(v.shape[:a]) + (merged,) + tuple(v.shape[b + 1:]), api="flatten_dims")
+
+    def view(self, dtype):
+        """Reinterpret the bytes as ``dtype``: the last dimension scales by the ratio of the element sizes."""
+        v = _view_of(self)
+        dname = dt.dtype_name(dtype)
+        old, new = v.tensor.itemsize, dt.itemsize(dname)
+        last = v.shape[-1] * old
+        if last % new:
+            raise KernelError("err_unsupported_reshape", f"view({dname}): the last dimension holds {last} bytes, not a "
+                              f"multiple of {new}", "reinterpret a last dimension whose byte size divides evenly")
+        return alias_tensor(v, tuple(v.shape[:-1]) + (last // new,), dname, api="view")
+
+    def reinterpret_cast(self, dtype):
+        """Same as :meth:`view`."""
+        return self.view(dtype)
+
+
+__all__ = ["NkiTensorMethods", "alias_tensor"]
