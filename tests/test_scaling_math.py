@@ -37,13 +37,21 @@ def test_dp_critical_tokens_is_where_compute_equals_comm():
 
 
 def test_tp_volume_and_limit():
+    assert sc.tp_wire_bytes_per_element(False) == 16   # 4 all-reduces x 2 passes x 2 bytes
+    assert sc.tp_wire_bytes_per_element(True) == 24    # (2 AG + 2 RS + 4 AG) x 2 bytes + 2 RS x 4 bytes
+    plain = sc.tp_layer_costs("llama2-7b", 4096, 8, 95e12, 56e9, sequence_parallel=False)
+    assert plain.comm_bytes == pytest.approx(16 * 7 / 8 * 4096 * 4096)
     t = sc.tp_layer_costs("llama2-7b", 4096, 8, 95e12, 56e9)
-    assert t.comm_bytes == pytest.approx(8 * 7 / 8 * 4096 * 4096 * 2)
+    assert t.comm_bytes == pytest.approx(24 * 7 / 8 * 4096 * 4096)
     assert t.flops == pytest.approx(6 * LLAMA2_7B_LAYER * 4096 / 8)
-    # t - 1 <= 3 P W / (8 d C) = 3 * 202,375,168 * 56e9 / (8 * 4096 * 95e12) = 10.92 -> t = 11
-    assert sc.tp_max_compute_bound("llama2-7b", 95e12, 56e9) == 11
-    assert sc.tp_layer_costs("llama2-7b", 4096, 11, 95e12, 56e9).compute_bound
-    assert not sc.tp_layer_costs("llama2-7b", 4096, 12, 95e12, 56e9).compute_bound
+    # plain: t - 1 <= 3 P W / (8 d C) = 3 * 202,375,168 * 56e9 / (8 * 4096 * 95e12) = 10.92 -> t = 11
+    assert sc.tp_max_compute_bound("llama2-7b", 95e12, 56e9, sequence_parallel=False) == 11
+    assert sc.tp_layer_costs("llama2-7b", 4096, 11, 95e12, 56e9, sequence_parallel=False).compute_bound
+    assert not sc.tp_layer_costs("llama2-7b", 4096, 12, 95e12, 56e9, sequence_parallel=False).compute_bound
+    # NxD SP: t - 1 <= P W / (4 d C) = 7.28 -> t = 8
+    assert sc.tp_max_compute_bound("llama2-7b", 95e12, 56e9) == 8
+    assert sc.tp_layer_costs("llama2-7b", 4096, 8, 95e12, 56e9).compute_bound
+    assert not sc.tp_layer_costs("llama2-7b", 4096, 9, 95e12, 56e9).compute_bound
 
 
 def test_pp_stage():

@@ -106,12 +106,14 @@ def check_layer_train_flops(answer_flops: float, model: str = "llama2-7b", token
 
 @accepts_stubs
 def check_tp_comm_bytes(answer_bytes: float, model: str = "llama2-7b", tokens: int = 4096, tp: int = 8) -> CheckResult:
-    """Bytes each rank sends per layer per micro-batch under TP with sequence parallelism."""
+    """Bytes each rank sends per layer per micro-batch under TP with NxD's sequence parallelism."""
     want = sc.tp_layer_costs(model, tokens, tp, 1.0, 1.0).comm_bytes
-    return expect_close(f"TP x{tp} bytes per rank per layer", answer_bytes, want, rtol=0.01, unit="B",
-                        hint="forward: 2 all-gathers + 2 reduce-scatters of T x d x 2 bytes, (t-1)/t of it each; "
-                             "backward the same again",
-                        factor_hints={2.0: "the backward pass repeats the forward's four collectives",
+    return expect_close(f"TP x{tp} + SP bytes per rank per layer", answer_bytes, want, rtol=0.01, unit="B",
+                        hint="forward: 2 all-gathers + 2 reduce-scatters of T x d x 2 bytes; backward: 4 all-gathers "
+                             "(2 bytes) + 2 reduce-scatters in fp32 (4 bytes); each sends (t-1)/t of its buffer",
+                        factor_hints={3.0: "the backward pass adds 4 all-gathers and 2 fp32 reduce-scatters",
+                                      1.5: "that is the textbook count (4 all-reduces); NxD also gathers the input "
+                                           "again in the backward and reduce-scatters gradients in fp32",
                                       tp / (tp - 1): "each collective sends (t-1)/t of the buffer"})
 
 
@@ -123,8 +125,8 @@ def check_tp_max_compute_bound(answer: int, model: str = "llama2-7b", instance: 
     w = sc.ring_busbw_bytes_per_s(instance, group)
     want = sc.tp_max_compute_bound(model, c, w)
     return expect_equal(f"largest compute-bound TP degree for {model}", answer, want,
-                        hint="6 P_layer T / (t C) >= 16 (t-1)/t T d / W gives t - 1 <= 3 P_layer W / (8 d C); "
-                             "round down")
+                        hint="6 P_layer T / (t C) >= 24 (t-1)/t T d / W (NxD's SP collectives) gives "
+                             "t - 1 <= P_layer W / (4 d C); round down")
 
 
 @accepts_stubs

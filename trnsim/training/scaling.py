@@ -18,14 +18,16 @@ strategy       communication per layer per step                       compute bo
 =============  ====================================================  ==========================
 DP, ZeRO-1/2   all-reduce (= reduce-scatter + all-gather) of grads   T >= 2/3 (N-1)/N C/W
 ZeRO-3 / FSDP  all-gather params twice + reduce-scatter grads         T >= (N-1)/N C/W
-TP (+SP)       4 collectives fwd + 4 bwd of T x d activations         P_layer/d >= 8/3 (t-1) C/W
+TP             2 all-reduces fwd + 2 bwd of T x d activations         P_layer/d >= 8/3 (t-1) C/W
+TP + SP (NxD)  4 fwd + 6 bwd all-gathers/reduce-scatters of T x d     P_layer/d >= 4 (t-1) C/W
 PP             one send fwd + one bwd of T x d per stage boundary     L_stage P_layer/d >= 2/3 C/W
 =============  ====================================================  ==========================
 
 (C: peak FLOP/s per device, W: bus bandwidth per rank in bytes/s, T: tokens per device per step, or
 per micro-batch for TP and PP.) Megatron's TP with sequence parallelism replaces each all-reduce by a
-reduce-scatter and an all-gather: the same bytes, but the replicated activations are sharded
-(Korthikanti et al. 2022). ZeRO stages from Rajbhandari et al. 2020.
+reduce-scatter and an all-gather: the same bytes, with the replicated activations sharded
+(Korthikanti et al. 2022); NxD's recipe also gathers the input again in the backward pass and
+reduce-scatters gradients in fp32, which is 1.5 x the bytes (``data/training.json``). ZeRO stages from Rajbhandari et al. 2020.
 """
 from __future__ import annotations
 
@@ -126,19 +128,39 @@ def dp_layer_costs(model: Any, tokens_per_device: float, dp: int, peak_flops_per
                       check_positive("busbw_bytes_per_s", busbw_bytes_per_s))
 
 
+def tp_wire_bytes_per_element(sequence_parallel: bool = True) -> float:
+    """Bytes a TP rank sends per layer per token per model-width element, divided by (t-1)/t.
+
+    Without sequence parallelism: 2 all-reduces forward + 2 backward of 16-bit activations, each
+    2 passes: 4 x 2 x 2 = 16. With it, the collective list NxD issues per layer (``data/training.json``,
+    ``sp_collectives_per_layer``: 2 all-gathers + 2 reduce-scatters forward; 4 all-gathers and 2
+    reduce-scatters in fp32 backward, the input gathered again for the weight gradients):
+    (2 + 2 + 4) x 2 + 2 x 4 = 24.
+    """
+    if not sequence_parallel:
+        return 4 * 2 * ACT_BYTES
+    from trnsim.training.recipes import recipe
+
+    r = recipe("neuron")
+    per = r["sp_collectives_per_layer"]
+    fp32_rs = float(r["sp_backward_reduce_scatter_bytes_per_element"])
+    return float((per["forward"]["all_gather"] + per["forward"]["reduce_scatter"] + per["backward"]["all_gather"])
+                 * ACT_BYTES + per["backward"]["reduce_scatter"] * fp32_rs)
+
+
 def tp_layer_costs(model: Any, tokens: float, tp: int, peak_flops_per_s: float, busbw_bytes_per_s: float,
                    *, sequence_parallel: bool = True) -> LayerCosts:
     """Megatron tensor parallelism over ``tp`` ranks for ``tokens`` tokens (one micro-batch).
 
-    Forward: attention and MLP each end in an all-reduce of the T x d output (or, with sequence
-    parallelism, a reduce-scatter, and begin with an all-gather); backward mirrors it. Per rank:
-    8 x (t-1)/t x T x d x 2 bytes either way. Compute is 6 x P_layer x T / t.
+    Compute is 6 x P_layer x T / t. Communication per rank is k x (t-1)/t x T x d bytes with
+    k = :func:`tp_wire_bytes_per_element`: 16 for plain TP (an all-reduce after attention and after
+    the MLP, forward and backward), 24 for NxD's sequence-parallel collective list.
     """
     m = _model(model)
     t = check_count("tp", tp)
     tok = check_positive("tokens", tokens)
     flops = layer_train_flops(m, tok) / t
-    comm = 8.0 * (t - 1) / t * tok * m.d_model * ACT_BYTES
+    comm = tp_wire_bytes_per_element(sequence_parallel) * (t - 1) / t * tok * m.d_model
     label = f"TP x{t}" + (" + SP" if sequence_parallel else "")
     return LayerCosts(label, flops, comm, check_positive("peak_flops_per_s", peak_flops_per_s),
                       check_positive("busbw_bytes_per_s", busbw_bytes_per_s))
@@ -178,15 +200,18 @@ def dp_critical_tokens(dp: int, peak_flops_per_s: float, busbw_bytes_per_s: floa
     return k / 3.0 * (n - 1) / n * c / w
 
 
-def tp_max_compute_bound(model: Any, peak_flops_per_s: float, busbw_bytes_per_s: float) -> int:
+def tp_max_compute_bound(model: Any, peak_flops_per_s: float, busbw_bytes_per_s: float, *,
+                         sequence_parallel: bool = True) -> int:
     """Largest TP degree t whose per-layer communication still hides behind compute.
 
-    6 P_layer T / (t C) >= 8 (t-1)/t x 2 T d / W  =>  t - 1 <= 3 P_layer W / (8 d C). Tokens cancel.
+    6 P_layer T / (t C) >= k (t-1)/t x T d / W  =>  t - 1 <= 6 P_layer W / (k d C); tokens cancel.
+    k = 24 with NxD's sequence parallelism, 16 without (:func:`tp_wire_bytes_per_element`).
     """
     m = _model(model)
     c = check_positive("peak_flops_per_s", peak_flops_per_s)
     w = check_positive("busbw_bytes_per_s", busbw_bytes_per_s)
-    return 1 + int(math.floor(3.0 * m.matmul_params_per_layer * w / (8.0 * m.d_model * c) + 1e-12))
+    k = tp_wire_bytes_per_element(sequence_parallel)
+    return 1 + int(math.floor(6.0 * m.matmul_params_per_layer * w / (k * m.d_model * c) + 1e-12))
 
 
 def zero_state_bytes_per_device(params: float, dp: int, zero_stage: int, *, weight_bytes: float = 2,
