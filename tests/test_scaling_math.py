@@ -63,6 +63,16 @@ def test_pp_stage():
         sc.pp_stage_costs("llama2-7b", 4096, 5, 95e12, 50e9)
 
 
+def test_pp_min_layers_is_where_a_stage_turns_compute_bound():
+    c, w = 95e12, 5e9                       # a slow link, so the limit exceeds one layer
+    m = tr.model("gpt2-small")
+    need = sc.pp_min_layers_per_stage(m, c, w)
+    assert need == pytest.approx(2 / 3 * 768 * c / (m.matmul_params_per_layer * w))
+    assert 1 < need < 2
+    assert not sc.pp_stage_costs(m, 1024, 12, c, w).compute_bound   # 1 layer per stage
+    assert sc.pp_stage_costs(m, 1024, 6, c, w).compute_bound        # 2 layers per stage
+
+
 def test_zero_state_bytes():
     p = 7e9
     assert sc.zero_state_bytes_per_device(p, 8, 0) == 16 * p

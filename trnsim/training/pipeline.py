@@ -165,7 +165,7 @@ def schedule(kind: ScheduleKind, stages: int, microbatches: int, chunks: int = 1
                 if k == "F":
                     deps = [("F", mb, vs - 1)] if vs > 0 else []
                 else:
-                    deps = [("F", mb, vs)] + ([("B", mb, vs + 1)] if vs < n_virtual - 1 else [("F", mb, vs)])
+                    deps = [("F", mb, vs)] + ([("B", mb, vs + 1)] if vs < n_virtual - 1 else [])
                 if any(dep not in done for dep in deps):
                     break
                 start = max([free[d]] + [done[dep] for dep in deps])

@@ -214,6 +214,18 @@ def tp_max_compute_bound(model: Any, peak_flops_per_s: float, busbw_bytes_per_s:
     return 1 + int(math.floor(6.0 * m.matmul_params_per_layer * w / (k * m.d_model * c) + 1e-12))
 
 
+def pp_min_layers_per_stage(model: Any, peak_flops_per_s: float, link_bytes_per_s: float) -> float:
+    """Fewest layers per pipeline stage for which a stage's compute outlasts its point-to-point traffic.
+
+    6 L P_layer T / C >= 2 x T d x 2 / W  =>  L >= 2/3 x d C / (P_layer W); tokens cancel. Usually far
+    below one layer: pipeline parallelism pays in bubbles, not bytes.
+    """
+    m = _model(model)
+    c = check_positive("peak_flops_per_s", peak_flops_per_s)
+    w = check_positive("link_bytes_per_s", link_bytes_per_s)
+    return 2.0 / 3.0 * m.d_model * c / (m.matmul_params_per_layer * w)
+
+
 def zero_state_bytes_per_device(params: float, dp: int, zero_stage: int, *, weight_bytes: float = 2,
                                 grad_bytes: float = 2, optimizer_bytes: float = 12) -> float:
     """Model-state bytes per device under ZeRO stage 0-3 (Rajbhandari et al. 2020, mixed-precision Adam).
