@@ -19,12 +19,11 @@ from dataclasses import dataclass
 import math
 from typing import Any
 
-from trnsim.serving.estimate import DTYPE_BYTES, _model, compute_bound_batch, kv_bytes_per_token, matmul_params, \
-    weights_read_params
+from trnsim.serving.estimate import DTYPE_BYTES, _model, kv_bytes_per_token, matmul_params, weights_read_params
 from trnsim.serving.hardware import ServingHardware, serving_hardware
 from trnsim.training.scaling import ScalingError, check_count
 
-__all__ = ["DecodeTerms", "compute_bound_batch", "critical_batch_weights_only", "decode_terms",
+__all__ = ["DecodeTerms", "critical_batch_weights_only", "decode_terms",
            "max_compute_bound_context", "stream_bytes_per_s", "tp_decode_allreduce_bytes"]
 
 

@@ -27,7 +27,8 @@ PP             one send fwd + one bwd of T x d per stage boundary     L_stage P_
 per micro-batch for TP and PP.) Megatron's TP with sequence parallelism replaces each all-reduce by a
 reduce-scatter and an all-gather: the same bytes, with the replicated activations sharded
 (Korthikanti et al. 2022); NxD's recipe also gathers the input again in the backward pass and
-reduce-scatters gradients in fp32, which is 1.5 x the bytes (``data/training.json``). ZeRO stages from Rajbhandari et al. 2020.
+reduce-scatters gradients in fp32, which is 1.5 x the bytes (``data/training.json``).
+ZeRO stages from Rajbhandari et al. 2020.
 """
 from __future__ import annotations
 
@@ -240,7 +241,8 @@ def zero_state_bytes_per_device(params: float, dp: int, zero_stage: int, *, weig
         raise ScalingError(f"zero_stage={zero_stage!r} must be one of {ZERO_STAGES}")
     w, g, o = (check_positive(k, v) for k, v in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
                                                   ("optimizer_bytes", optimizer_bytes)))
-    return p * (w / (n if zero_stage >= 3 else 1) + g / (n if zero_stage >= 2 else 1) + o / (n if zero_stage >= 1 else 1))
+    shard = {k: (n if zero_stage >= k else 1) for k in (1, 2, 3)}  # stage k shards optimizer, +gradient, +weight
+    return p * (w / shard[3] + g / shard[2] + o / shard[1])
 
 
 def ring_busbw_bytes_per_s(instance: str, ranks: int, message_bytes: float = 2**30) -> float:
