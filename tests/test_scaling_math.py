@@ -92,6 +92,13 @@ def test_overlap_timeline_by_hand():
     assert tl.serial_s == pytest.approx(11e-3)
 
 
+def test_numpy_numbers_are_accepted():
+    import numpy as np
+
+    a = sc.dp_layer_costs("llama2-7b", np.float64(4096), np.int64(32), np.float64(95e12), 56e9)
+    assert a == sc.dp_layer_costs("llama2-7b", 4096, 32, 95e12, 56e9)
+
+
 def test_busbw_from_simulator_is_positive_and_finite():
     w = sc.ring_busbw_bytes_per_s("trn1.32xlarge", 8)
     assert math.isfinite(w) and 1e9 < w < 1e12

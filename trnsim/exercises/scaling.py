@@ -12,7 +12,6 @@ from trnsim.serving import decode_math as dm
 from trnsim.serving.estimate import compute_bound_batch
 from trnsim.training import pipeline as pl
 from trnsim.training import scaling as sc
-from trnsim.training._data import load, value
 from trnsim.training.models import model as get_model
 from trnsim.training.systems import GIB, system
 
@@ -160,10 +159,7 @@ def check_min_microbatches(answer: int, stages: int = 8, target: float = 0.05, k
 def check_zero_state_gib(answer_gib: float, model: str = "llama2-7b", dp: int = 32, stage: int = 3) -> CheckResult:
     """Model-state GiB per device under ZeRO."""
     m = get_model(model)
-    prec = load("training.json")["precision"]["bf16"]
-    want = sc.zero_state_bytes_per_device(m.params, dp, stage, weight_bytes=value(prec["weight_bytes"]),
-                                          grad_bytes=value(prec["grad_bytes"]),
-                                          optimizer_bytes=value(prec["optimizer_bytes"])) / GIB
+    want = sc.zero_state_bytes_per_device(m.params, dp, stage) / GIB
     return expect_close(f"ZeRO-{stage} model state per device, {model}, DP={dp}", answer_gib, want, rtol=0.02,
                         unit="GiB",
                         hint="16 bytes per parameter = 2 weight + 2 gradient + 12 optimizer; stage 1 shards the "

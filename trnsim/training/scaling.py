@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+import numbers
 from typing import Any, Sequence
 
-GRAD_BYTES = 2  # bf16 gradients and parameters on the wire
-ACT_BYTES = 2  # bf16 activations on the wire
+ACT_BYTES = 2  # bf16 activations on the wire: the 16-bit format's size, not a hardware figure
 ZERO_STAGES = (0, 1, 2, 3)
 
 
@@ -45,9 +45,17 @@ class ScalingError(ValueError):
     """A bad argument to a scaling formula; the message names it, its valid range and the fix."""
 
 
+def _precision(dtype: str = "bf16") -> dict[str, float]:
+    """Bytes per parameter of mixed-precision Adam (``data/training.json``, ZeRO paper): weight, grad, optimizer."""
+    from trnsim.training._data import load, value
+
+    rec = load("training.json")["precision"][dtype]
+    return {k: float(value(rec[k])) for k in ("weight_bytes", "grad_bytes", "optimizer_bytes")}
+
+
 def check_count(name: str, value: Any, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum`` (bools and non-integral numbers refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
             or int(value) != value:
         raise ScalingError(f"{name}={value!r} must be a whole number >= {minimum}")
     if value < minimum:
@@ -57,7 +65,7 @@ def check_count(name: str, value: Any, minimum: int = 1) -> int:
 
 def check_positive(name: str, value: Any) -> float:
     """``value`` as a finite float > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
         raise ScalingError(f"{name}={value!r} must be a finite number > 0")
     return float(value)
 
@@ -123,7 +131,7 @@ def dp_layer_costs(model: Any, tokens_per_device: float, dp: int, peak_flops_per
         raise ScalingError(f"zero_stage={zero_stage!r} must be one of {ZERO_STAGES} (0 = plain data parallel)")
     flops = layer_train_flops(m, tokens_per_device)
     passes = 3 if zero_stage == 3 else 2
-    comm = passes * (n - 1) / n * GRAD_BYTES * m.matmul_params_per_layer
+    comm = passes * (n - 1) / n * _precision()["grad_bytes"] * m.matmul_params_per_layer
     label = "DP" if zero_stage == 0 else ("FSDP/ZeRO-3" if zero_stage == 3 else f"ZeRO-{zero_stage}")
     return LayerCosts(f"{label} x{n}", flops, comm, check_positive("peak_flops_per_s", peak_flops_per_s),
                       check_positive("busbw_bytes_per_s", busbw_bytes_per_s))
@@ -227,14 +235,18 @@ def pp_min_layers_per_stage(model: Any, peak_flops_per_s: float, link_bytes_per_
     return 2.0 / 3.0 * m.d_model * c / (m.matmul_params_per_layer * w)
 
 
-def zero_state_bytes_per_device(params: float, dp: int, zero_stage: int, *, weight_bytes: float = 2,
-                                grad_bytes: float = 2, optimizer_bytes: float = 12) -> float:
+def zero_state_bytes_per_device(params: float, dp: int, zero_stage: int, *, weight_bytes: float | None = None,
+                                grad_bytes: float | None = None, optimizer_bytes: float | None = None) -> float:
     """Model-state bytes per device under ZeRO stage 0-3 (Rajbhandari et al. 2020, mixed-precision Adam).
 
     Stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the weights.
-    Defaults: 2 + 2 + 12 = 16 bytes per parameter (bf16 weight and gradient; fp32 master, momentum,
-    variance): pass the catalog's values (``trnsim.training.exercises.bytes_per_param``) to change them.
+    Bytes left as None come from ``data/training.json`` (bf16): 2 + 2 + 12 = 16 per parameter (bf16
+    weight and gradient; fp32 master copy, momentum, variance).
     """
+    prec = _precision()
+    weight_bytes = prec["weight_bytes"] if weight_bytes is None else weight_bytes
+    grad_bytes = prec["grad_bytes"] if grad_bytes is None else grad_bytes
+    optimizer_bytes = prec["optimizer_bytes"] if optimizer_bytes is None else optimizer_bytes
     p = check_positive("params", params)
     n = check_count("dp", dp)
     if zero_stage not in ZERO_STAGES:
