@@ -7,6 +7,8 @@ Definitions follow the Neuron Explorer profile schema (aws-neuron-sdk
   instruction intervals); *instruction time*: the sum of its instruction durations (overlaps counted
   twice); for the Tensor Engine both LoadWeights and MultiplyMoving count (data/tensor_engine.json).
 - *DMA active time*: time during which at least one DMA transfer is moving data.
+- *Collective active time* (trnsim): time during which an ``nki.collectives`` call is in flight, each
+  priced by ``trnsim.cluster.cost_collective`` (trnsim.perf.collective).
 - *HFU*: all Tensor Engine FLOPs / (peak ops/s x total time); *MFU*: the same for matmul FLOPs only
   (Tensor Engine transposes excluded); peak ops/s = 2 x PE rows x PE columns x clock (the BF16 peak,
   also for fp32 matmuls, as the profiler does).
@@ -22,7 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from trnsim.perf.cost import engine_clock_ghz, matmul_split
-from trnsim.perf.schedule import DMA, ENGINE_NAMES, TENSOR, Timeline
+from trnsim.perf.schedule import COLLECTIVE, DMA, ENGINE_NAMES, TENSOR, Timeline
 
 _MATRIX_OPCODES = ("nc_matmul", "nc_transpose")
 
@@ -117,9 +119,9 @@ class NeuronProfileMetrics:
     """The summary numbers neuron-profile shows for one NeuronCore, in its vocabulary."""
 
     total_time_us: float
-    active_time_us: Mapping[str, float]            # tensor, vector, scalar, gpsimd, dma
+    active_time_us: Mapping[str, float]            # tensor, vector, scalar, gpsimd, dma, collective
     active_time_pct: Mapping[str, float]
-    instruction_time_us: Mapping[str, float]       # tensor, vector, scalar, gpsimd
+    instruction_time_us: Mapping[str, float]       # tensor, vector, scalar, gpsimd, collective
     instruction_count: Mapping[str, int]           # hardware instructions (tensor: 2 per matmul/transpose)
     matmul_instruction_count: int                  # LoadWeights + MultiplyMoving of nc_matmul
     tensor_engine_instruction_count: int
@@ -145,6 +147,10 @@ class NeuronProfileMetrics:
                                                 f"({self.active_time_pct[key]:.2f}%)"))
             out.append((f"{label} Instruction Time", f"{self.instruction_time_us[key] / 1e3:,.3f} ms"))
             out.append((f"{label} Instruction Count", f"{self.instruction_count[key]:,}"))
+        if self.instruction_count.get("collective", 0):
+            out.append(("Collective Active Time", f"{self.active_time_us['collective'] / 1e3:,.3f} ms "
+                                                  f"({self.active_time_pct['collective']:.2f}%)"))
+            out.append(("Collective Instruction Count", f"{self.instruction_count['collective']:,}"))
         out += [("Matmul Instruction Count", f"{self.matmul_instruction_count:,}"),
                 ("Hfu Estimated Percent", f"{self.hfu_estimated_pct:.2f}%"),
                 ("Mfu Estimated Percent", f"{self.mfu_estimated_pct:.2f}%"),
@@ -180,6 +186,10 @@ def neuron_profile_metrics(trace: Any, tl: Timeline, core: Any, chip: Any, split
     d_end = tl.end_ns[didx]
     active["dma"] = union_length(d_end - tl.dma_data_ns[didx], d_end) / 1e3
     count["dma"] = int(np.count_nonzero(tl.engine == DMA))
+    cidx = np.flatnonzero(tl.engine == COLLECTIVE)
+    active["collective"] = union_length(tl.start_ns[cidx], tl.end_ns[cidx]) / 1e3
+    itime["collective"] = float((tl.end_ns[cidx] - tl.start_ns[cidx]).sum()) / 1e3
+    count["collective"] = int(cidx.size)
     mm_end = tl.end_ns[split.index]
     tm_active = union_length(mm_end - split.multiply_moving_ns, mm_end) / 1e3
     pct = {k: (100.0 * v * 1e3 / lat if lat > 0 else 0.0) for k, v in active.items()}

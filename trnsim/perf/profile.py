@@ -15,13 +15,14 @@ import numpy as np
 
 from trnsim.nki.trace import Trace
 from trnsim.perf import model_data
+from trnsim.perf.collective import CollectiveCost, describe
 from trnsim.perf.cost import tensor_peak_tflops
 from trnsim.perf.dma import dma_params
 from trnsim.perf.metrics import NeuronProfileMetrics, TensorSplit, dma_throughput_series, neuron_profile_metrics, tensor_split
 from trnsim.perf.schedule import DMA, ENGINE_NAMES, Timeline, _resolve_target, no_gc, schedule
 
 ENGINE_LABELS = {"tensor": "Tensor Engine", "vector": "Vector Engine", "scalar": "Scalar Engine",
-                 "gpsimd": "GpSimd Engine", "dma": "DMA"}
+                 "gpsimd": "GpSimd Engine", "dma": "DMA", "collective": "Collective"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Profile:
     kernel_name: str
     target: str
     latency_us: float
-    engine_busy_us: Mapping[str, float]          # tensor, vector, scalar, gpsimd, dma (mean per DMA engine)
+    engine_busy_us: Mapping[str, float]          # tensor, vector, scalar, gpsimd, dma (mean per DMA engine), collective
     engine_utilisation: Mapping[str, float]      # busy / latency, 0..1
     critical_path_us: Mapping[str, float]        # critical path time per engine (+ dma_fixed, wait)
     instructions: int
@@ -127,6 +128,16 @@ class Profile:
         return self.metrics.table()
 
     @property
+    def collectives(self) -> list[CollectiveCost]:
+        """Each nki.collectives call in program order, as priced by trnsim.cluster.cost_collective."""
+        return [self.timeline.collectives[i] for i in sorted(self.timeline.collectives)]
+
+    @property
+    def collective_us(self) -> float:
+        """Time spent in nki.collectives calls (their own engine row; may overlap compute)."""
+        return float(self.engine_busy_us.get("collective", 0.0))
+
+    @property
     def arithmetic_intensity(self) -> float:
         """FLOPs per HBM byte (inf if no HBM traffic)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
@@ -159,6 +170,9 @@ class Profile:
                               f"{self.psum_capacity_bytes_per_partition / 1024:.0f} KiB per partition")]
         for name in ("tensor", "vector", "scalar", "gpsimd", "dma"):
             rows.append((f"{name} busy", f"{self.engine_busy_us[name]:,.2f} us ({100 * self.engine_utilisation[name]:.0f}%)"))
+        if self.instructions_by_engine.get("collective", 0):
+            rows.append(("collective busy", f"{self.collective_us:,.2f} us ({100 * self.engine_utilisation['collective']:.0f}%), "
+                                            f"{self.instructions_by_engine['collective']} calls"))
         w = max(len(r[0]) for r in rows)
         return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
 
@@ -279,6 +293,21 @@ def profile(kernel: Any, *args: Any, target: str = "trn1", numerics: bool = True
     return profile_trace(trace, target, outputs=outputs)
 
 
+def profile_ranks(kernel: Any, world_size: int, per_rank_args: Any, *, target: str = "trn1",
+                  numerics: bool = False, per_rank_kwargs: Any = None) -> list[Profile]:
+    """Profile a multi-rank kernel (one using ``nki.collectives``): run it on ``world_size`` simulated ranks
+    with :func:`trnsim.nki.trace_ranks` and return one Profile per rank (``profiles[r]``). Each collective
+    runs on the "collective" engine row for the time :func:`trnsim.cluster.cost_collective` gives on
+    ``target``'s instance (trn1 -> trn1.32xlarge, trn2 -> trn2.48xlarge). ``numerics=False`` (default) traces
+    shapes only; ``per_rank_args`` as for trace_ranks (a list of argument tuples or a function rank -> args).
+    """
+    from trnsim.nki import trace_ranks
+
+    outputs, traces = trace_ranks(kernel, world_size, per_rank_args, per_rank_kwargs=per_rank_kwargs,
+                                  target=target, numerics=numerics)
+    return [profile_trace(tr, target, outputs=out) for out, tr in zip(outputs, traces)]
+
+
 def _core_chip(p: Profile) -> tuple[Any, Any]:
     tgt = _resolve_target(p.target)
     return tgt.core, tgt.chip
@@ -299,12 +328,17 @@ def _summary(p: Profile) -> str:
     for e in ("tensor", "vector", "scalar", "gpsimd"):
         shares[e] = cp.get(e, 0.0) / lat
     shares["wait"] = cp.get("wait", 0.0) / lat
+    n_coll = p.instructions_by_engine.get("collective", 0)
+    if n_coll:
+        shares["collective"] = cp.get("collective", 0.0) / lat
     bott = max(shares, key=shares.get)
     small = model_data.threshold("dma_small_bytes_per_partition")
     good_engine = model_data.threshold("engine_good_utilisation")
     head = f"{p.kernel_name} on {p.target} takes {lat:,.1f} us ({p.instructions:,} instructions). "
     util = ", ".join(f"{k} {_pct(p.engine_utilisation[k])}" for k in ("tensor", "vector", "scalar", "gpsimd", "dma")
                      if p.instructions_by_engine.get(k, 0) or k == "dma")
+    if n_coll:
+        util += f", collective {_pct(p.engine_utilisation['collective'])}"
     tensor_part = (f"the Tensor Engine delivers {p.tensor_flops / lat / 1e6:.1f} TFLOP/s, {p.pct_of_tensor_peak:.0f}% of "
                    f"its {p.tensor_peak_tflops:.1f} TFLOP/s peak" if p.tensor_flops else "no matmuls")
     tail = (f" Engine utilisation: {util}; {tensor_part}; HBM traffic {p.hbm_gbytes_per_s:.0f} GB/s of the "
@@ -331,6 +365,15 @@ def _summary(p: Profile) -> str:
                           "tiles already in SBUF instead of reloading them (hoist loads, block the loops), fuse with "
                           "neighbouring operations, or use a narrower dtype")
         msg += " Fix: " + "; ".join(advice) + "."
+    elif bott == "collective":
+        costs = p.collectives
+        msg = (f"Collective-bound: {_pct(shares['collective'])} of the critical path is communication between ranks "
+               f"({n_coll} nki.collectives call{'s' if n_coll != 1 else ''}, {p.collective_us:,.1f} us in all: "
+               f"{describe(costs)}; hop latency {sum(c.alpha_us for c in costs):,.1f} us, data "
+               f"{sum(c.beta_us for c in costs):,.1f} us). Fix: overlap the collectives with independent compute "
+               "(issue them early, split the work so one chunk communicates while the next computes), coalesce "
+               "small collectives into fewer larger ones (each pays the hop latencies), or send fewer bytes "
+               "(a narrower dtype, reduce-scatter instead of all-reduce when each rank needs only its shard).")
     elif bott == "wait":
         msg = (f"Latency-bound: {_pct(shares['wait'])} of the critical path is dependency waiting and engine hand-offs, "
                "not work. Independent tiles (more buffers, interleaved iterations) would let the engines overlap.")
@@ -369,4 +412,4 @@ def _summary(p: Profile) -> str:
     return head + msg + tail + note
 
 
-__all__ = ["Profile", "Occupancy", "profile", "profile_trace"]
+__all__ = ["Profile", "Occupancy", "profile", "profile_ranks", "profile_trace"]

@@ -10,11 +10,14 @@ overhead (``cost.dependent_overhead_cycles``). A DMA transfer is a two-stage pip
 starts when its inputs are ready and the queue's previous set-up is done, and its data then moves,
 in queue order, on the earliest-free DMA engines (one transfer per engine at a time; it may fill an
 idle gap left by another queue). A queue thus issues one transfer per ``max(fixed, data)``.
+An ``nki.collectives`` record runs on its own in-order "collective" stream for the time
+:func:`trnsim.cluster.cost_collective` gives (trnsim.perf.collective), after its dependencies.
 One pass in program order: O(n log n) at worst, O(n) in the common case.
 Modelling choices and their sources: data/perf_model.json.
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import heapq
 from contextlib import contextmanager
@@ -28,11 +31,12 @@ from trnsim.perf import model_data
 from trnsim.perf.cost import (
     CostModelError, compute_cycles, dependent_overhead_cycles, engine_clock_ghz,
 )
+from trnsim.perf.collective import CollectiveCost, collective_cost
 from trnsim.perf.dma import DmaParams, dma_params, dma_plan
 
-ENGINE_NAMES: tuple[str, ...] = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync")
+ENGINE_NAMES: tuple[str, ...] = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "collective")
 _ENGINE_CODE = {name: i for i, name in enumerate(ENGINE_NAMES)}
-TENSOR, VECTOR, SCALAR, GPSIMD, DMA, SYNC = range(6)
+TENSOR, VECTOR, SCALAR, GPSIMD, DMA, SYNC, COLLECTIVE = range(7)
 _EPS = 1e-9
 
 
@@ -64,6 +68,7 @@ class Timeline:
     dma_engine_count: int
     opcodes: list[str]
     undocumented: dict[str, int] = field(default_factory=dict)   # opcode -> count costed by rule of thumb
+    collectives: dict[int, CollectiveCost] = field(default_factory=dict)   # instruction index -> its cost
     engine_names: tuple[str, ...] = ENGINE_NAMES
 
     @property
@@ -74,18 +79,22 @@ class Timeline:
         return int(self.end_ns.size)
 
     def engine_busy_ns(self) -> dict[str, float]:
-        """Total occupied time per compute engine; for "dma" the mean over DMA engines."""
+        """Total occupied time per compute engine; for "dma" the mean over DMA engines; "collective" the
+        time spent in nki.collectives calls."""
         dur = self.end_ns - self.start_ns
         out = {}
         for code, name in enumerate(ENGINE_NAMES[:4]):
             out[name] = float(dur[self.engine == code].sum())
         out["dma"] = float(self.dma_engine_busy_ns.sum() / max(self.dma_engine_count, 1))
+        out["collective"] = float(dur[self.engine == COLLECTIVE].sum())
         return out
 
     def critical_path(self) -> dict[str, float]:
         """Time along the critical path (walked back through ``pred``), by engine; the DMA
-        fixed latency and other exposed waits are reported as "dma_fixed" and "wait"."""
+        fixed latency and other exposed waits are reported as "dma_fixed" and "wait"; nki.collectives
+        calls as "collective"."""
         out = {name: 0.0 for name in ENGINE_NAMES[:5]}
+        out["collective"] = 0.0
         out["dma_fixed"] = 0.0
         out["wait"] = 0.0
         if not len(self):
@@ -99,7 +108,7 @@ class Timeline:
             p_end = float(end[p]) if p >= 0 else 0.0
             seg = float(end[i] - data[i]) if e == DMA else float(start[i])
             seg = min(max(seg, p_end), frontier)
-            out[ENGINE_NAMES[e] if e < 5 else "wait"] += frontier - seg
+            out[ENGINE_NAMES[e] if (e < 5 or e == COLLECTIVE) else "wait"] += frontier - seg
             if seg > p_end:
                 out["dma_fixed" if e == DMA else "wait"] += seg - p_end
             frontier = min(p_end, seg)
@@ -392,8 +401,10 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
     dma_eff = [0.0] * n
     dma_hbm = [False] * n
     opcodes = [""] * n
-    eng_free = [0.0] * 6
-    eng_last = [-1] * 6
+    eng_free = [0.0] * len(ENGINE_NAMES)
+    eng_last = [-1] * len(ENGINE_NAMES)
+    coll_costs: dict[int, CollectiveCost] = {}
+    coll_cache: dict[tuple, CollectiveCost] = {}
     n_dma = params.engines
     min_data = float("inf")
     shared = _DmaEngine()
@@ -552,6 +563,31 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             queue_last[q] = i
             continue
 
+        if e == COLLECTIVE:
+            a = ins.attrs or {}
+            try:
+                ckey = (ins.opcode, a.get("bytes_per_rank"), a.get("replica_group_size"),
+                        ins.reads[0].shape if ins.reads else None)
+                cc = coll_cache.get(ckey)
+            except TypeError:
+                ckey, cc = None, None
+            if cc is None:
+                cc = collective_cost(ins, target_name or str(chip.aliases[0]))
+                if ckey is not None:
+                    coll_cache[ckey] = cc
+            coll_costs[i] = cc if cc.index == i else dataclasses.replace(cc, index=i)
+            free = eng_free[e]
+            s = ready if ready > free else free
+            start[i] = s
+            end[i] = s + cc.time_us * 1e3
+            pred[i] = crit if ready > free else eng_last[e]
+            if fa:
+                for kind, b in fa:
+                    caps[kind].live += b
+            eng_free[e] = end[i]
+            eng_last[e] = i
+            continue
+
         if e == SYNC:
             free = eng_free[e]
             s = ready if ready > free else free
@@ -642,6 +678,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         dma_engine_count=n_dma,
         opcodes=opcodes,
         undocumented=undocumented,
+        collectives=coll_costs,
     )
 
 

@@ -2,7 +2,7 @@
 
 ``plot_timeline(profile, ax)``: one row per engine as neuron-profile names them (Tensor: every Tensor
 Engine instruction, LoadWeights + MultiplyMoving; TensorMatrix: the MultiplyMoving part, when the PE
-array streams; Vector, Scalar, GpSimd), then the busiest DMA queues. ``plot_profile(profile)``: that
+array streams; Vector, Scalar, GpSimd), a Collective row for nki.collectives calls, then the busiest DMA queues. ``plot_profile(profile)``: that
 timeline plus the State Buffer / PSUM usage and DMA throughput rows below it, on a shared time axis.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 ENGINE_COLORS = {"tensor": "#d62728", "tensor_matrix": "#8c1515", "vector": "#1f77b4", "scalar": "#2ca02c",
-                 "gpsimd": "#9467bd", "dma": "#ff7f0e", "sync": "#7f7f7f"}
+                 "gpsimd": "#9467bd", "dma": "#ff7f0e", "sync": "#7f7f7f",
+                 "collective": "#8c564b"}
 _ROW_LABELS = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd"}
 
 
@@ -35,7 +36,8 @@ def _merge(starts: np.ndarray, ends: np.ndarray, min_gap: float) -> list[tuple[f
 
 def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, np.ndarray]]:
     """(label, engine, instruction indices) per row: used compute engines (Tensor followed by TensorMatrix,
-    which shows the same matmuls' MultiplyMoving part), then DMA queues by bytes."""
+    which shows the same matmuls' MultiplyMoving part), the Collective row of nki.collectives calls if any,
+    then DMA queues by bytes."""
     tl = profile.timeline
     rows = []
     for code, name in enumerate(("tensor", "vector", "scalar", "gpsimd")):
@@ -44,6 +46,9 @@ def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, n
             rows.append((_ROW_LABELS[name], name, idx))
             if name == "tensor" and getattr(profile, "tensor_split", None) is not None:
                 rows.append(("TensorMatrix", "tensor_matrix", idx))
+    coll_idx = np.flatnonzero(tl.engine == 6)      # nki.collectives calls (trnsim.perf.schedule.COLLECTIVE)
+    if coll_idx.size:
+        rows.append(("Collective", "collective", coll_idx))
     dma_idx = np.flatnonzero(tl.engine == 4)
     if dma_idx.size:
         q = tl.dma_queue[dma_idx]
