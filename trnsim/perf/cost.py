@@ -305,7 +305,8 @@ def instruction_cost_ns(instr: Instruction, core: Any, chip: Any) -> float:
     """Time in ns one instruction occupies its engine when issued back-to-back (pure).
 
     Compute engines: ``compute_cycles / clock``. DMA: the isolated transfer time including the
-    fixed per-transfer latency (see trnsim.perf.dma.dma_cost_ns). Sync instructions cost 0.
+    fixed per-transfer latency (see trnsim.perf.dma.dma_cost_ns). Sync instructions cost 0. Collectives:
+    trnsim.cluster.cost_collective on the chip's generation instance (trnsim.perf.collective).
     """
     if instr.engine == "dma":
         from trnsim.perf.dma import dma_cost_ns, dma_params
@@ -313,6 +314,10 @@ def instruction_cost_ns(instr: Instruction, core: Any, chip: Any) -> float:
         return dma_cost_ns(instr, dma_params(core, chip))
     if instr.engine == "sync":
         return 0.0
+    if instr.engine == "collective":          # nki.collectives: the cluster model on this chip's instance
+        from trnsim.perf.collective import collective_cost
+
+        return collective_cost(instr, str(chip.aliases[0])).time_us * 1e3
     return compute_cycles(instr, core).cycles / engine_clock_ghz(core, instr.engine)
 
 

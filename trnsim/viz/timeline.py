@@ -78,7 +78,8 @@ def _row_intervals_us(profile: Any, eng: str, idx: np.ndarray) -> tuple[np.ndarr
 def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, float] | None = None,
                   max_dma_rows: int = 4, title: str | None = None) -> Any:
     """Draw one bar per instruction on its engine row (merged when closer than ~1/1500 of the view); DMA rows
-    show each transfer's data movement solid and its fixed set-up in the queue faded.
+    show each transfer's data movement solid and its fixed set-up in the queue faded; the Collective row shows
+    each nki.collectives call as its own outlined bar, named when wide enough.
 
     ``profile`` is a trnsim.perf Profile. Time axis in microseconds. Returns the Axes.
     """
@@ -106,7 +107,16 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
             qo = np.argsort(qs, kind="stable")
             ax.broken_barh(_merge(qs[qo], qe[qo], min_gap), (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng],
                            alpha=0.25, edgecolor="none")
-        ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="none")
+        if eng == "collective":   # few, long calls: one bar each, outlined and named when wide enough
+            ops = [profile.trace.instructions[i].opcode for i in np.asarray(idx)[keep][order]]
+            bars = [(float(a), float(b - a)) for a, b in zip(s[order], e[order])]
+            ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="white", linewidth=1.0)
+            for (x0, w), op in zip(bars, ops):
+                if w > (hi - lo) / 12:
+                    ax.text(max(x0, lo) + min(w, hi - max(x0, lo)) / 2, y, op, ha="center", va="center",
+                            fontsize=7, color="white", clip_on=True)
+        else:
+            ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="none")
         busy = float((e - s).sum())
         labels.append((y, label, busy))
     ax.set_yticks([y for y, _, _ in labels])
@@ -167,7 +177,9 @@ def plot_profile(profile: Any, fig: Any = None, *, time_range_us: tuple[float, f
     m = profile.metrics
     head = title or (f"{profile.kernel_name} on {profile.target}: {profile.latency_us / 1e3:,.3f} ms, "
                      f"bound: {profile.bottleneck}\n"
-                     f"Tensor active {m.active_time_pct['tensor']:.0f}%, DMA active {m.dma_active_time_pct:.0f}% | "
+                     f"Tensor active {m.active_time_pct['tensor']:.0f}%, DMA active {m.dma_active_time_pct:.0f}%"
+                     + (f", Collective active {m.active_time_pct['collective']:.0f}%"
+                        if m.instruction_count.get("collective", 0) else "") + " | "
                      f"HFU {m.hfu_estimated_pct:.1f}%, MFU {m.mfu_estimated_pct:.1f}% "
                      f"(max achievable {m.mfu_max_achievable_estimated_pct:.0f}%)")
     plot_timeline(profile, ax0, time_range_us=time_range_us, max_dma_rows=max_dma_rows, title=head)
