@@ -189,3 +189,19 @@ def test_timeline_figure_has_a_collective_row():
     tgt = trnsim.target("trn1")
     ins = p.trace.instructions[p.collectives[0].index]
     assert instruction_cost_ns(ins, tgt.core, tgt.chip) == pytest.approx(p.collectives[0].time_us * 1e3)
+
+
+def test_compare_chart_stacks_the_collective_part():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.viz.compare import plot_compare
+
+    p = profile_trace(_traces(4, (128, 512))[0])
+    ax = plot_compare([p])
+    widths = sum(bar.get_width() for bar in ax.patches)
+    assert widths == pytest.approx(p.latency_us, rel=1e-6)      # the collective part is drawn, not dropped
+    assert p.critical_path_us["collective"] > 0.5 * p.latency_us
+    plt.close(ax.figure)

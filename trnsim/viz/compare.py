@@ -8,7 +8,7 @@ from trnsim.viz.timeline import ENGINE_COLORS
 _PARTS = (("tensor", "Tensor", ENGINE_COLORS["tensor"]), ("vector", "Vector", ENGINE_COLORS["vector"]),
           ("scalar", "Scalar", ENGINE_COLORS["scalar"]), ("gpsimd", "GpSimd", ENGINE_COLORS["gpsimd"]),
           ("dma", "DMA data", ENGINE_COLORS["dma"]), ("dma_fixed", "DMA fixed latency", "#ffbb78"),
-          ("wait", "waiting", "#c7c7c7"))
+          ("collective", "Collective", ENGINE_COLORS["collective"]), ("wait", "waiting", "#c7c7c7"))
 
 
 def plot_compare(profiles: Sequence[Any], ax: Any = None, *, labels: Sequence[str] | None = None,
