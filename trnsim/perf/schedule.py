@@ -6,7 +6,8 @@ has finished, (3) on NC-v2, the SBUF/PSUM port it shares with another engine is 
 (N-ARCH2), and (4) if it is the first use of a tile, SBUF/PSUM has room for it at that time
 (``_Capacity``). A compute instruction that waits on a dependency also pays the exposed fixed
 overhead (``cost.dependent_overhead_cycles``). A DMA transfer is a two-stage pipeline in its queue
-(queue rule: ``_queue_key``, perf_model.json ``dma_queue_assignment``): its fixed set-up (~1.3 us)
+(queue rule, perf_model.json ``dma_queue_assignment``: on NC-v3 one queue per hardware-DGE trigger engine,
+transfers alternating; elsewhere one queue per HBM tensor, ``_queue_key``): its fixed set-up (~1.3 us)
 starts when its inputs are ready and the queue's previous set-up is done, and its data then moves,
 in queue order, on the earliest-free DMA engines (one transfer per engine at a time; it may fill an
 idle gap left by another queue). A queue thus issues one transfer per ``max(fixed, data)``.
