@@ -158,6 +158,7 @@ UNIT_RULES: dict[str, Rule] = {
     "USD/hour": _pos("price in USD/hour", nullable=True),
     "MYR": _pos("amount in MYR"),
     "fraction": FRACTION,
+    "DMA queues fed by hardware DGE trigger engines": _count("DMA queues fed by hardware DGE trigger engines"),
     "ratio": _pos("ratio >= 1 (PUE, route factor)", min_value=1.0, min_open=False, max_value=10.0),
     "x": _pos("speed-up factor", min_value=1.0, min_open=False),
     "us/km": _pos("propagation delay in us/km"),

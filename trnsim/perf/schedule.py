@@ -6,7 +6,8 @@ has finished, (3) on NC-v2, the SBUF/PSUM port it shares with another engine is 
 (N-ARCH2), and (4) if it is the first use of a tile, SBUF/PSUM has room for it at that time
 (``_Capacity``). A compute instruction that waits on a dependency also pays the exposed fixed
 overhead (``cost.dependent_overhead_cycles``). A DMA transfer is a two-stage pipeline in its queue
-(queue rule: ``_queue_key``, perf_model.json ``dma_queue_assignment``): its fixed set-up (~1.3 us)
+(queue rule, perf_model.json ``dma_queue_assignment``: on NC-v3 one queue per hardware-DGE trigger engine,
+transfers alternating; elsewhere one queue per HBM tensor, ``_queue_key``): its fixed set-up (~1.3 us)
 starts when its inputs are ready and the queue's previous set-up is done, and its data then moves,
 in queue order, on the earliest-free DMA engines (one transfer per engine at a time; it may fill an
 idle gap left by another queue). A queue thus issues one transfer per ``max(fixed, data)``.
@@ -130,6 +131,24 @@ def _queue_key(ins: Instruction) -> str:
         name = hbm[0].name or (f"out#{hbm[0].region.alloc_id}" if api == "store" else f"hbm#{hbm[0].region.alloc_id}")
         return f"{api} {name}"
     return f"{api} {src}->{dst}"
+
+
+_HWDGE_QUEUE_NAMES = ("DGE 0 (SyncE/ScalarE)", "DGE 1 (SyncE/ScalarE)")
+
+
+def _hwdge_trigger_queues(core: Any) -> int:
+    """DMA queues fed by hardware-DGE trigger engines on this core (0: no hardware DGE documented, the
+    per-tensor queue rule applies). perf_model.json ``dma_hwdge_trigger_queues``: NC-v3 has two DGE instances,
+    commanded through the SyncE or ScalarE sequencer, and a queue ID is tied to the trigger engine (N-DMA)."""
+    try:
+        k = model_data.per_version("dma_hwdge_trigger_queues", str(core.version))
+    except KeyError:
+        return 0
+    k = int(k or 0)
+    if k > len(_HWDGE_QUEUE_NAMES):
+        raise CostModelError(f"perf_model.json dma_hwdge_trigger_queues={k} for {core.version}: the scheduler names "
+                             f"at most {len(_HWDGE_QUEUE_NAMES)} DGE queues; extend _HWDGE_QUEUE_NAMES")
+    return k
 
 
 def _ports(core: Any) -> list[tuple[int, int, str]]:
@@ -426,6 +445,14 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
     undocumented: dict[str, int] = {}
     fixed = params.fixed_ns
     firsts, lasts, caps = _capacity_tables(allocations, core, n, instructions)
+    # queue rule (perf_model.json dma_queue_assignment): with hardware DGE, one queue per trigger engine
+    n_trig = _hwdge_trigger_queues(core)
+    for name in _HWDGE_QUEUE_NAMES[:n_trig]:
+        queue_names.append(name)
+        queue_setup_free.append(0.0)
+        queue_data_free.append(0.0)
+        queue_last.append(-1)
+    n_trig_dma = 0
 
     for i, ins in enumerate(instructions):
         if lasts is not None and i:
@@ -474,6 +501,12 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             hit = dma_cache.get(dkey)
             if hit is None:
                 plan = dma_plan(ins, params)
+            if n_trig:                               # hardware DGE: alternate over the trigger engines' queues
+                if hit is None:
+                    hit = dma_cache[dkey] = (plan, -1)
+                q = n_trig_dma % n_trig
+                n_trig_dma += 1
+            elif hit is None:
                 qraw = (api, hbm_id) if hbm_id is not None else (api, None, sig)
                 q = queue_raw.get(qraw)
                 if q is None:
@@ -492,7 +525,10 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                         queue_ids[qk] = q
                     queue_raw[qraw] = q
                 hit = dma_cache[dkey] = (plan, q)
-            plan, q = hit
+            if not n_trig:
+                plan, q = hit
+            else:
+                plan = hit[0]
             k = plan.engines_used
             queue[i] = q
             used[i] = k
