@@ -86,3 +86,31 @@ def test_optimization_kernels_reject_shapes_that_do_not_tile():
 
     with pytest.raises((ValueError, KernelError), match="N=1536 is not a multiple of 1024"):
         profile(opt_block_free, np.ones((256, 256), np.float32), np.ones((256, 1536), np.float32), target="trn2")
+
+
+def _readme_trust_row(prefix):
+    """The cells of the README's "How far to trust the predictions" table row that starts with ``prefix``."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## How far to trust the predictions", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        if line.startswith("| " + prefix):
+            return [c.strip() for c in line.strip("|").split("|")]
+    raise AssertionError(f"README trust table has no row starting with {prefix!r}")
+
+
+def test_readme_trust_table_states_the_current_medians(rows):
+    """The README's table quotes the medians the code computes today (rounded to 0.1 percentage point)."""
+    from trnsim.calibration import median_abs_error
+    from trnsim.serving.validation import validate as validate_decode
+    from trnsim.training.validation import validate as validate_training
+
+    quoted = {
+        "kernel, trn1": median_abs_error_pct([r for r in rows if r.target == "trn1"]),
+        "kernel, trn2": median_abs_error_pct([r for r in rows if r.target == "trn2"]),
+        "training": 100 * median_abs_error(validate_training()[0]),
+        "decode": 100 * median_abs_error(validate_decode()[0]),
+    }
+    for prefix, median_pct in quoted.items():
+        cells = _readme_trust_row(prefix)
+        assert cells[2] == f"{median_pct:.1f}%", (prefix, cells[2], median_pct)
