@@ -11,8 +11,8 @@ from trnsim.exercises.kernels_intro import CASES, check_grid, check_relu_kernel,
 
 
 def _relu(clip=True, moving=True, compute=True, store=True, offset=0, whole=False, ret=True, round_down=False,
-          full_tile=False, loop=nl.affine_range):
-    """A ReLU kernel in the 0.6 idiom (loop over row tiles, dma_copy, activation), with one mistake switched on."""
+          full_tile=False, loop=range):
+    """A ReLU kernel in the 0.6 idiom (Python loop over row tiles, dma_copy, activation), one mistake switched on."""
     def kernel(x):
         R, C = x.shape
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -42,7 +42,7 @@ def _relu_load_store(x):
     """The same kernel with the nl.load / nl.store convenience calls."""
     R = x.shape[0]
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(math.ceil(R / 128)):
+    for i in range(math.ceil(R / 128)):
         rows = slice(i * 128, min((i + 1) * 128, R))
         nl.store(out[rows, :], value=nl.maximum(nl.load(x[rows, :]), 0.0))
     return out
@@ -60,12 +60,12 @@ def test_plain_function_is_accepted():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(whole=True), ["err_num_partition_exceed_arch_limit", "at most 128 partitions", "nl.affine_range"]),
+    (dict(whole=True), ["err_num_partition_exceed_arch_limit", "at most 128 partitions", "for i in range("]),
     (dict(clip=False), ["err_tensor_access_out_of_bound", "no masks", "min((i + 1) * 128, x.shape[0])"]),
     (dict(full_tile=True), ["err_shape_mismatch", "tile[0:n, :]"]),
     (dict(store=False), ["err_tensor_output_not_written_to", "dma_copy(dst=out[lo:hi, :]"]),
-    (dict(moving=False), ["err_unexpected_output_dependencies", "move with the loop index"]),
-    (dict(moving=False, loop=range), ["rows 128..383 were never written", "move with the loop index"]),
+    (dict(moving=False), ["rows 128..383 were never written", "move with the loop index"]),
+    (dict(moving=False, loop=nl.affine_range), ["err_unexpected_output_dependencies", "move with the loop index"]),
     (dict(round_down=True), ["rows 256..299 were never written", "rounds down", "math.ceil"]),
     (dict(offset=1), ["row 127 was never written", "off-by-one", "min((i + 1) * 128, x.shape[0])"]),
     (dict(compute=False), ["equals the input", "op=nl.relu"]),
@@ -104,6 +104,13 @@ def test_beta1_grid_launch_is_explained():
 def test_python_errors_and_non_answers():
     def broken(x):
         raise RuntimeError("boom")
+
+    @nki.jit
+    def blank(x):
+        """The student version of the exercise: nbgrader leaves the body as raise NotImplementedError()."""
+        raise NotImplementedError()
+    res = check_relu_kernel(blank)
+    assert not res.passed and "not answered" in str(res) and "NotImplementedError" in str(res)
     res = check_relu_kernel(broken)
     assert not res.passed and "RuntimeError" in str(res) and "boom" in str(res)
     assert "not answered" in str(check_relu_kernel(None))

@@ -122,8 +122,8 @@ def _owner_kernel(tile_p: int, tile_f: int, loops: tuple[int, int], clip: bool):
     def tile_owner(x):
         rows, cols = x.shape
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        for i in nl.affine_range(n_i):
-            for j in nl.affine_range(n_j):
+        for i in range(n_i):                       # NKI 0.6: a plain Python loop
+            for j in range(n_j):
                 r0, c0 = i * tile_p, j * tile_f
                 r1 = min(r0 + tile_p, rows) if clip else r0 + tile_p   # clip: the last tile stops at the end
                 c1 = min(c0 + tile_f, cols) if clip else c0 + tile_f
