@@ -128,3 +128,29 @@ def test_check_grid():
     assert not res.passed and "ceil(1000 / 128)" in str(res)
     assert check_grid(256, 128, 2, 128)
     assert "not answered" in str(check_grid(1000, 128, None, None)).lower() or not check_grid(1000, 128, None, None)
+
+
+def test_out_of_bound_fix_text_follows_the_dialect():
+    """NKI 0.6 kernels are told to clip with min(); Beta 1 kernels keep the mask advice of their own API."""
+    import trnsim.neuronxcc.nki as beta1
+    import trnsim.neuronxcc.nki.language as bl
+
+    @nki.jit
+    def store_past_end(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out[256:384, :], value=nl.load(x[0:128, :]))
+        return out
+    with pytest.raises(nki.KernelError) as info:
+        nki.simulate(store_past_end)(np.zeros((300, 4), np.float32))
+    text = str(info.value)
+    assert "min(lo + tile, 300)" in text and "mask" not in text
+    assert "the HBM tensor [300, 4] made in the kernel" in text      # the unnamed output is not called a tile
+
+    def beta1_past_end(x):
+        out = bl.ndarray(x.shape, dtype=x.dtype, buffer=bl.shared_hbm)
+        rows, cols = 256 + bl.arange(128)[:, None], bl.arange(4)[None, :]
+        bl.store(out[rows, cols], value=bl.load(x[rows, cols]))
+        return out
+    with pytest.raises(beta1.KernelError) as info:
+        beta1.simulate_kernel(beta1_past_end, np.zeros((300, 4), np.float32))
+    assert "mask=(index < size)" in str(info.value)
