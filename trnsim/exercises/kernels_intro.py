@@ -34,8 +34,8 @@ _RULE_HINTS = {
         "a tile has at most 128 partitions (nl.tile_size.pmax): loop over the rows in tiles of 128, "
         "for i in range(math.ceil(x.shape[0] / 128)), and copy only the slice " + _CLIP,
     "err_tensor_access_out_of_bound":
-        "the last tile hangs over the end of x (300 rows = 2 x 128 + 44): NKI 0.6 has no masks, so clip "
-        "the slice at the end of the tensor with min(), " + _CLIP + ", on the load and on the store",
+        "the last tile hangs over the end of x (300 rows = 2 x 128 + 44): clip its slice at the end of the "
+        "tensor with min(), " + _CLIP + ", on the load and on the store",
     "err_shape_mismatch":
         "the clipped last tile has fewer rows (n = hi - lo) than the [128, C] SBUF tile: use the same "
         "number of rows on both sides, tile[0:n, :] with x[lo:hi, :] (nl.load(x[lo:hi, :]) makes an "
@@ -91,12 +91,12 @@ def check_relu_kernel(kernel: Callable | None, seed: int = 0) -> CheckResult:
         return CheckResult(False, TITLE, f"expected a kernel function, got {type(kernel).__name__}",
                            ("pass the function itself, check_relu_kernel(relu_kernel), without calling it",))
     for shape in CASES:
-        where = f"on x of shape {list(shape)} ({math.ceil(shape[0] / TILE_ROWS)} row tiles)"
+        tiles = math.ceil(shape[0] / TILE_ROWS)
+        where = f"on x of shape {list(shape)} ({tiles} row tile{'s' if tiles != 1 else ''})"
         try:
             x, out = run_case(kernel, shape, seed)
         except NotImplementedError:   # the student version's blank kernel body
-            return not_answered(TITLE, "write the body of relu_kernel between the markers (replace the "
-                                "raise NotImplementedError())")
+            return not_answered(TITLE, "write the body of relu_kernel in place of raise NotImplementedError()")
         except nki.KernelError as err:
             hint = _RULE_HINTS.get(err.rule, "read the rule and the fix the simulator suggests")
             return CheckResult(False, TITLE, f"the simulator rejected the kernel {where}:\n"
