@@ -107,3 +107,14 @@ def test_panel_callback_speed(benchmark):
 def test_simulate_coverage_speed(benchmark):
     cov = benchmark(simulate_coverage, TilingChoice(300, 1000, 128, 512, (3, 2)))
     assert cov.ok
+
+
+def test_legend_says_whether_the_overhang_is_clipped():
+    labels = {}
+    for clip in (True, False):
+        fig, ax = plt.subplots()
+        plot_coverage(ax, simulate_coverage(TilingChoice(300, 1000, 128, 512, (3, 2), clip=clip)))
+        labels[clip] = [t.get_text() for t in ax.get_legend().get_texts()]
+        plt.close(fig)
+    assert "beyond the output: clipped off by min()" in labels[True]
+    assert "beyond the output: not clipped" in labels[False]

@@ -63,8 +63,9 @@ def plot_coverage(ax: Axes, cov: Coverage, max_labels: int = 48) -> None:
     ax.set_ylabel("partition dimension (rows)")
     ax.grid(False)
     ax.set_title(f"Output [{c.rows}, {c.cols}]: loop iteration (i, j) that wrote each element", fontsize=10)
+    overhang = "beyond the output: clipped off by min()" if c.clip else "beyond the output: not clipped"
     handles = [Patch(facecolor="none", edgecolor="#c44e52", lw=2, label="output array"),
-               Patch(facecolor="none", edgecolor="#999999", hatch="///", label="clipped off (beyond the output)")]
+               Patch(facecolor="none", edgecolor="#999999", hatch="///", label=overhang)]
     if cov.unwritten:
         handles.append(Patch(facecolor="#f4cccc", label="never written (NaN)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
