@@ -87,6 +87,19 @@ def test_unclipped_tile_error_names_the_min_fix():
     assert "fix: shrink the index range: clip" in text
 
 
+def test_compute_on_hbm_gets_the_sbuf_hint():
+    @nki.jit
+    def relu_on_hbm(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in range(math.ceil(x.shape[0] / 128)):
+            rows = slice(i * 128, min((i + 1) * 128, x.shape[0]))
+            nisa.activation(dst=out[rows, :], op=nl.relu, data=x[rows, :])   # engines cannot read HBM
+        return out
+    res = check_relu_kernel(relu_on_hbm)
+    assert not res.passed and "err_unsupported_memory" in str(res)
+    assert "copy the input into SBUF first (nisa.dma_copy or nl.load)" in str(res)
+
+
 def test_beta1_grid_launch_is_explained():
     @nki.jit
     def relu_spmd(x):

@@ -49,9 +49,6 @@ _RULE_HINTS = {
     "err_unsupported_memory":
         "compute engines read SBUF tiles, not HBM tensors: copy the input into SBUF first (nisa.dma_copy "
         "or nl.load), compute on the tile, then copy the result back to HBM",
-    "err_invalid_lnc":
-        "NKI 0.6 has no SPMD grid of tiles: kernel[n] is the LNC degree (1 or 2). Pass the kernel itself; "
-        "it loops over the tiles with a Python for loop",
 }
 
 
