@@ -12,10 +12,10 @@ from trnsim.viz.tiling import plot_coverage  # noqa: E402
 
 
 @pytest.mark.parametrize("choice", [
-    TilingChoice(300, 1000, 128, 512, (3, 2)),          # ragged in both dims, exact grid
+    TilingChoice(300, 1000, 128, 512, (3, 2)),          # ragged in both dims, exact trip counts
     TilingChoice(256, 512, 128, 512, (2, 1)),           # no ragged tile
-    TilingChoice(300, 1000, 64, 256, (2, 2)),           # grid too small
-    TilingChoice(100, 100, 32, 128, (5, 2)),            # grid too large: idle programs
+    TilingChoice(300, 1000, 64, 256, (2, 2)),           # too few iterations
+    TilingChoice(100, 100, 32, 128, (5, 2)),            # too many iterations: idle ones
 ])
 def test_simulated_coverage_matches_the_plan(choice):
     cov = simulate_coverage(choice)
@@ -25,35 +25,43 @@ def test_simulated_coverage_matches_the_plan(choice):
     np.testing.assert_array_equal(np.nan_to_num(cov.owner, nan=-1), np.nan_to_num(want, nan=-1))
 
 
-def test_counts_for_ragged_exact_grid():
+def test_counts_for_ragged_exact_loops():
     cov = simulate_coverage(TilingChoice(300, 1000, 128, 512, (3, 2)))
-    assert cov.unwritten == 0 and cov.idle_programs == 0
-    assert cov.masked_lanes == 6 * 128 * 512 - 300 * 1000
+    assert cov.unwritten == 0 and cov.idle_iterations == 0
+    assert cov.clipped_elements == 6 * 128 * 512 - 300 * 1000
     assert set(np.unique(cov.owner)) == {0, 1, 2, 3, 4, 5}
-    assert "44 of 128 partitions" in format_coverage(cov)
+    assert "clipped to 44 of 128 partitions" in format_coverage(cov)
 
 
-def test_small_grid_leaves_nan_and_says_why():
+def test_too_many_iterations_are_idle_and_write_nothing_twice():
+    cov = simulate_coverage(TilingChoice(100, 100, 32, 128, (5, 2)))
+    assert cov.ok and cov.unwritten == 0
+    assert cov.idle_iterations == 5 * 2 - 4 * 1
+    assert "do no work" in format_coverage(cov)
+
+
+def test_too_few_iterations_leave_nan_and_say_why():
     cov = simulate_coverage(TilingChoice(300, 1000, 128, 512, (2, 2)))
     assert cov.unwritten == 44 * 1000
     assert np.isnan(cov.owner[256:]).all() and not np.isnan(cov.owner[:256]).any()
     assert "never written" in format_coverage(cov)
 
 
-def test_partition_rule_and_unmasked_tail_are_kernel_errors():
+def test_partition_rule_and_unclipped_tail_are_kernel_errors():
     cov = simulate_coverage(TilingChoice(300, 1000, 256, 512, (2, 2)))
     assert not cov.ok and cov.owner is None
     assert cov.rule == "err_num_partition_exceed_arch_limit"
     assert "256" in cov.error and "128" in cov.error
-    cov = simulate_coverage(TilingChoice(300, 1000, 128, 512, (3, 2), masked=False))
+    cov = simulate_coverage(TilingChoice(300, 1000, 128, 512, (3, 2), clip=False))
     assert cov.rule == "err_tensor_access_out_of_bound"
+    assert "min(" in cov.error and "mask" not in cov.error       # the NKI 0.6 fix, not Beta 1's mask
     assert "/" not in cov.error.split("in kernel line:")[0].split("fix:")[0].replace("[", "")  # no file paths
 
 
 def test_bad_choice_is_a_clear_value_error():
     with pytest.raises(ValueError, match="tile_p"):
         TilingChoice(10, 10, 0, 128)
-    with pytest.raises(ValueError, match="grid"):
+    with pytest.raises(ValueError, match="loops"):
         TilingChoice(10, 10, 8, 128, (0, 1))
 
 
@@ -63,7 +71,7 @@ def test_bad_choice_is_a_clear_value_error():
 def test_plot_draws_tiles_and_legend(choice):
     fig, ax = plt.subplots()
     plot_coverage(ax, simulate_coverage(choice))
-    gi, gj = choice.grid
+    gi, gj = choice.loops
     assert len(ax.patches) >= gi * gj + 1          # one outline per tile plus the output border
     assert ax.get_legend() is not None
     assert ax.get_ylim()[0] >= choice.rows          # rows run downwards, overhang visible
@@ -79,15 +87,15 @@ def test_panel_headless_drive():
     assert "exceed architecture limitation of 128" in panel.error
     assert panel.out.outputs[0]["name"] == "stderr"
     panel.tile_p.value = 64
-    assert panel.result.unwritten > 0               # grid 3 x 2 no longer covers 300 rows
+    assert panel.result.unwritten > 0               # 3 x 2 iterations no longer cover 300 rows
     panel.fit.click()
-    assert (panel.grid_p.value, panel.grid_f.value) == (5, 2)
+    assert (panel.loops_p.value, panel.loops_f.value) == (5, 2)
     assert panel.result.unwritten == 0 and panel.error == ""
-    panel.masked.value = False
+    panel.clip.value = False
     assert panel.result.rule == "err_tensor_access_out_of_bound"
     panel.rows.value, panel.cols.value = 320, 1024
-    assert panel.result.ok                          # no ragged tile: masks not needed
-    assert panel.result.masked_lanes == 0
+    assert panel.result.ok                          # no ragged tile: clipping not needed
+    assert panel.result.clipped_elements == 0
 
 
 def test_panel_callback_speed(benchmark):
@@ -99,3 +107,14 @@ def test_panel_callback_speed(benchmark):
 def test_simulate_coverage_speed(benchmark):
     cov = benchmark(simulate_coverage, TilingChoice(300, 1000, 128, 512, (3, 2)))
     assert cov.ok
+
+
+def test_legend_says_whether_the_overhang_is_clipped():
+    labels = {}
+    for clip in (True, False):
+        fig, ax = plt.subplots()
+        plot_coverage(ax, simulate_coverage(TilingChoice(300, 1000, 128, 512, (3, 2), clip=clip)))
+        labels[clip] = [t.get_text() for t in ax.get_legend().get_texts()]
+        plt.close(fig)
+    assert "beyond the output: clipped off by min()" in labels[True]
+    assert "beyond the output: not clipped" in labels[False]

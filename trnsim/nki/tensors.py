@@ -857,10 +857,21 @@ def _first_range_dim(ranges) -> int:
 
 
 def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
+    from trnsim.nki import context   # tensors sits below context in the layering: look it up at error time
+
+    ctx = context._CURRENT
+    if ctx is not None and ctx.dialect == "beta1":
+        fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
+    else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
+        fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
+               f"lo : min(lo + tile, {size})")
+    if t.name or t.buffer != "hbm":
+        what = f"tensor `{t.name or 'tile'}`"
+    else:   # an unnamed HBM tensor is one the kernel made with nl.ndarray, usually its output
+        what = f"the HBM tensor {fmt_shape(t.shape)} made in the kernel"
     return KernelError("err_tensor_access_out_of_bound",
-                       f"Out-of-bound access for tensor `{t.name or 'tile'}` on dimension {dim}: "
-                       f"index range [{lo}, {hi}] exceed dimension size of {size}",
-                       "shrink the index range, or mask the ragged last tile with mask=(index < size)")
+                       f"Out-of-bound access for {what} on dimension {dim}: "
+                       f"index range [{lo}, {hi}] exceed dimension size of {size}", fix)
 
 
 def _fast_basic(key: tuple, shape: tuple):

@@ -1,10 +1,11 @@
-"""Widget for notebook 04: choose an output shape, a tile size and an SPMD grid; see which program
-writes which tile, where masks switch lanes off, and the simulator's error when a choice breaks a rule.
+"""Widget for notebook 04: choose an output shape, a tile size and the trip counts of a kernel's two tile
+loops; see which iteration writes which tile, what the ``min()`` bound clips off the last tile, and the
+simulator's error when a choice breaks a rule.
 
 Thin wiring only: :func:`trnsim.tiling.simulate_coverage` runs the kernel on trnsim.nki and
 :func:`trnsim.viz.tiling.plot_coverage` draws it. Drive it in code by setting ``panel.rows.value``,
-``panel.cols.value``, ``panel.tile_p.value``, ``panel.tile_f.value``, ``panel.grid_p.value``,
-``panel.grid_f.value``, ``panel.masked.value`` (or ``panel.fit.click()``); read ``panel.result``
+``panel.cols.value``, ``panel.tile_p.value``, ``panel.tile_f.value``, ``panel.loops_p.value``,
+``panel.loops_f.value``, ``panel.clip.value`` (or ``panel.fit.click()``); read ``panel.result``
 (a :class:`~trnsim.tiling.Coverage`), ``panel.summary`` and ``panel.error``.
 """
 from __future__ import annotations
@@ -20,10 +21,10 @@ TILE_F_OPTIONS = (128, 256, 512, 1024, 2048)
 
 
 class TilingPanel:
-    """Explore SPMD tiling. ``show()`` returns the widget to display."""
+    """Explore tiling with loops. ``show()`` returns the widget to display."""
 
     def __init__(self, rows: int = 300, cols: int = 1000, tile_p: int = 128, tile_f: int = 512,
-                 grid: tuple[int, int] = (3, 2), masked: bool = True, target: str = "trn1") -> None:
+                 loops: tuple[int, int] = (3, 2), clip: bool = True, target: str = "trn1") -> None:
         style = {"description_width": "120px"}
         slider = dict(continuous_update=False, style=style, layout=widgets.Layout(width="360px"))
         self.target = target
@@ -33,15 +34,16 @@ class TilingPanel:
                                        style=style)
         self.tile_f = widgets.Dropdown(options=TILE_F_OPTIONS, value=tile_f, description="tile free size",
                                        style=style)
-        self.grid_p = widgets.IntSlider(value=grid[0], min=1, max=16, description="grid along rows", **slider)
-        self.grid_f = widgets.IntSlider(value=grid[1], min=1, max=8, description="grid along cols", **slider)
-        self.masked = widgets.Checkbox(value=masked, description="mask the ragged tiles")
-        self.fit = widgets.Button(description="fit grid to tiles", tooltip="grid = ceil(rows/tile) x ceil(cols/tile)")
+        self.loops_p = widgets.IntSlider(value=loops[0], min=1, max=16, description="loop over rows", **slider)
+        self.loops_f = widgets.IntSlider(value=loops[1], min=1, max=8, description="loop over cols", **slider)
+        self.clip = widgets.Checkbox(value=clip, description="clip the last tile with min()")
+        self.fit = widgets.Button(description="fit loops to tiles",
+                                  tooltip="trip counts = ceil(rows/tile) x ceil(cols/tile)")
         self.out = widgets.Output(layout=widgets.Layout(min_height="420px"))
         self.result: Coverage | None = None
         self.summary = ""
         self.error = ""
-        for w in (self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f, self.masked):
+        for w in (self.rows, self.cols, self.tile_p, self.tile_f, self.loops_p, self.loops_f, self.clip):
             w.observe(self._on_change, names="value")
         self.fit.on_click(self._on_fit)
         self._hold = False
@@ -49,8 +51,8 @@ class TilingPanel:
 
     def choice(self) -> TilingChoice:
         return TilingChoice(int(self.rows.value), int(self.cols.value), int(self.tile_p.value),
-                            int(self.tile_f.value), (int(self.grid_p.value), int(self.grid_f.value)),
-                            bool(self.masked.value), self.target)
+                            int(self.tile_f.value), (int(self.loops_p.value), int(self.loops_f.value)),
+                            bool(self.clip.value), self.target)
 
     def _on_change(self, _change) -> None:
         if not self._hold:
@@ -60,8 +62,8 @@ class TilingPanel:
         need_p, need_f = self.choice().tiles_needed
         self._hold = True
         try:
-            self.grid_p.value = min(need_p, self.grid_p.max)
-            self.grid_f.value = min(need_f, self.grid_f.max)
+            self.loops_p.value = min(need_p, self.loops_p.max)
+            self.loops_f.value = min(need_f, self.loops_f.max)
         finally:
             self._hold = False
         self.update()
@@ -84,6 +86,6 @@ class TilingPanel:
         show(self.out, fig, text, error=self.error)
 
     def show(self) -> widgets.Widget:
-        controls = widgets.VBox([self.rows, self.cols, self.tile_p, self.tile_f, self.grid_p, self.grid_f,
-                                 self.masked, self.fit])
+        controls = widgets.VBox([self.rows, self.cols, self.tile_p, self.tile_f, self.loops_p, self.loops_f,
+                                 self.clip, self.fit])
         return fit_labels(widgets.VBox([controls, self.out]))

@@ -1,4 +1,4 @@
-"""Figure for notebook 04: which SPMD program instance writes which part of the output."""
+"""Figure for notebook 04: which iteration of a kernel's tile loops writes which part of the output."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,14 +13,14 @@ _PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#
 
 
 def plot_coverage(ax: Axes, cov: Coverage, max_labels: int = 48) -> None:
-    """Draw the output array coloured by the program that wrote each element.
+    """Draw the output array coloured by the loop iteration that wrote each element.
 
-    Grey hatching marks lanes of a tile that lie outside the output (switched off by the mask),
-    red marks output elements nobody wrote. Partition dimension (rows) runs down, free dimension
+    Grey hatching marks the part of a full-size tile that lies beyond the output (what the ``min()``
+    bound clips off the last tile's slice), pink marks output elements nobody wrote. Partition dimension (rows) runs down, free dimension
     (columns) across, as in NKI's pictures of SBUF tiles.
     """
     c = cov.choice
-    gi, gj = int(c.grid[0]), int(c.grid[1])
+    gi, gj = int(c.loops[0]), int(c.loops[1])
     height = max(c.rows, gi * c.tile_p)
     width = max(c.cols, gj * c.tile_f)
     if cov.owner is not None:
@@ -35,9 +35,9 @@ def plot_coverage(ax: Axes, cov: Coverage, max_labels: int = 48) -> None:
                       extent=(0, c.cols, c.rows, 0), aspect="auto")
     else:
         ax.add_patch(Rectangle((0, 0), c.cols, c.rows, facecolor="#f0f0f0", edgecolor="none"))
-        ax.text(c.cols / 2, c.rows / 2, "launch rejected:\n" + (cov.rule or "error"), ha="center", va="center",
+        ax.text(c.cols / 2, c.rows / 2, "kernel rejected:\n" + (cov.rule or "error"), ha="center", va="center",
                 color="#c44e52", fontsize=10, fontweight="bold")
-    # tile footprints, and the parts that hang over the edge of the output (masked-off lanes)
+    # tile footprints, and the parts that hang over the edge of the output (clipped off by min())
     for i in range(gi):
         for j in range(gj):
             x0, y0 = j * c.tile_f, i * c.tile_p
@@ -62,9 +62,10 @@ def plot_coverage(ax: Axes, cov: Coverage, max_labels: int = 48) -> None:
     ax.set_xlabel("free dimension (columns)")
     ax.set_ylabel("partition dimension (rows)")
     ax.grid(False)
-    ax.set_title(f"Output [{c.rows}, {c.cols}]: program (i, j) that wrote each element", fontsize=10)
+    ax.set_title(f"Output [{c.rows}, {c.cols}]: loop iteration (i, j) that wrote each element", fontsize=10)
+    overhang = "beyond the output: clipped off by min()" if c.clip else "beyond the output: not clipped"
     handles = [Patch(facecolor="none", edgecolor="#c44e52", lw=2, label="output array"),
-               Patch(facecolor="none", edgecolor="#999999", hatch="///", label="masked-off lanes")]
+               Patch(facecolor="none", edgecolor="#999999", hatch="///", label=overhang)]
     if cov.unwritten:
         handles.append(Patch(facecolor="#f4cccc", label="never written (NaN)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
