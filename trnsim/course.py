@@ -12,7 +12,7 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     ("01", "one_matmul", "One matmul: FLOPs, bytes, arithmetic intensity, roofline, a systolic array"),
     ("02", "inside_a_neuroncore", "Inside a NeuronCore: Tensor, Vector, Scalar, GpSimd engines"),
     ("03", "memory_hierarchy", "Memory hierarchy: HBM, SBUF partitions, PSUM banks, DMA cost, tiling"),
-    ("04", "first_kernel", "Your first kernel: load/compute/store, tile rules, SPMD grids"),
+    ("04", "first_kernel", "Your first kernel in NKI 0.6: load/compute/store, tile rules, tile loops, ragged tiles"),
     ("05", "matmul_kernel_journey", "The matmul kernel journey: four optimisation steps with profiles"),
     ("06", "fused_kernels", "Fused kernels: softmax, norms, attention and flash attention"),
     ("07", "numerics", "Numerics: fp32/bf16/fp8, PSUM accumulation, stochastic rounding"),
