@@ -147,7 +147,7 @@ def flash_attention(q_t, k_t, v):
                 p_ps = nl.ndarray((P, P), dtype=p.dtype, buffer=nl.psum)
                 nisa.nc_transpose(dst=p_ps, data=p[:, c * P:(c + 1) * P])
                 p_t = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.sbuf)
-                nisa.tensor_copy(dst=p_t, src=p_ps, engine=nisa.engine.scalar)
+                nisa.activation(dst=p_t, op=nl.copy, data=p_ps)   # PSUM -> SBUF on ScalarE (NC-v2 has no ScalarE tensor_copy)
                 nisa.nc_matmul(dst=pv, stationary=p_t, moving=v_tiles[c])
             nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=corr)
             nisa.tensor_tensor(dst=acc, data1=acc, data2=pv, op=nl.add)

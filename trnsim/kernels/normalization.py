@@ -2,7 +2,7 @@
 
 Written as the NKI 0.6 tutorials write kernels: tiles allocated with ``nl.ndarray``, moved with
 ``nisa.dma_copy`` and computed by ``nki.isa`` instructions that name their destination first; tile loops
-are plain Python ``range`` loops (``nl.affine_range`` is deprecated in 0.6 and means the same).
+are plain Python ``range`` loops (``nl.affine_range`` is deprecated in 0.6; its reference recommends ``range``).
 """
 from __future__ import annotations
 
