@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-import trnsim.neuronxcc.nki as nki
-import trnsim.neuronxcc.nki.isa as nisa
-import trnsim.neuronxcc.nki.language as nl
+import trnsim.nki as nki
+import trnsim.nki.isa as nisa
+import trnsim.nki.language as nl
 from trnsim.exercises import kernels_perf as kp
 from trnsim.kernels import reference, softmax
 
 
 def test_two_pass_softmax_is_correct():
     x = np.random.default_rng(1).standard_normal((256, 384)).astype(np.float32)
-    np.testing.assert_allclose(nki.simulate_kernel(kp.softmax_two_pass, x), reference.softmax(x), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(nki.simulate(kp.softmax_two_pass)(x), reference.softmax(x), rtol=1e-5, atol=1e-7)
 
 
 def test_fused_reference_passes():
@@ -24,19 +24,36 @@ def test_two_pass_fails_on_traffic_and_reduction():
     res = kp.check_fused_softmax(kp.softmax_two_pass)
     assert not res and "not fused" in res.message
     assert any("keep exp(x - max) in SBUF" in h for h in res.hints)
-    assert any("reduce_op=np.add" in h for h in res.hints)
+    assert any("reduce_op=nl.add" in h for h in res.hints)
+
+
+def _load(x, i):
+    t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+    return t
+
+
+def _neg_row_max(t):
+    neg = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=neg, op=nl.maximum, data=t, axis=1, negate=True)
+    return neg
 
 
 @nki.jit
 def _separate_sum(x):
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(R // 128):
-        t = nl.load(x[i * 128:(i + 1) * 128, :])
-        neg = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
-        e = nisa.activation(op=nl.exp, data=t, bias=neg, dtype=nl.float32)
-        s = nl.sum(e, axis=1, keepdims=True, dtype=nl.float32)
-        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.multiply(e, nl.reciprocal(s), dtype=x.dtype))
+    for i in range(R // 128):
+        t = _load(x, i)
+        e = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=_neg_row_max(t))
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=e, axis=1)
+        inv = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=s)
+        y = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=y, data=e, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=y)
     return out
 
 
@@ -44,23 +61,44 @@ def _separate_sum(x):
 def _no_division(x):
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(R // 128):
-        t = nl.load(x[i * 128:(i + 1) * 128, :])
-        neg = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
-        nl.store(out[i * 128:(i + 1) * 128, :], value=nisa.activation(op=nl.exp, data=t, bias=neg, dtype=x.dtype))
+    for i in range(R // 128):
+        t = _load(x, i)
+        e = nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=_neg_row_max(t))
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=e)
     return out
 
 
 @nki.jit
 def _too_many_partitions(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    nl.store(out, value=nl.exp(nl.load(x)))
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def _beta1_activation(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in range(R // 128):
+        t = _load(x, i)
+        e = nisa.activation(op=nl.exp, data=t, bias=_neg_row_max(t), dtype=nl.float32)   # Beta 1: no dst
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=e)
+    return out
+
+
+@nki.jit
+def _blank(x):
+    # YOUR CODE HERE
+    raise NotImplementedError()
 
 
 def test_separate_sum_gets_the_activation_hint():
     res = kp.check_fused_softmax(_separate_sum)
     assert not res and len(res.hints) == 1 and "reduce_res=row_sum" in res.hints[0]
+    assert "nisa.activation(dst=e" in res.hints[0]
 
 
 def test_wrong_values_and_kernel_errors_get_hints():
@@ -68,6 +106,17 @@ def test_wrong_values_and_kernel_errors_get_hints():
     assert not res and "wrong values" in res.message and "reciprocal" in res.hints[0]
     res = kp.check_fused_softmax(_too_many_partitions)
     assert not res and "rejected" in res.message and "partition" in res.hints[0]
+
+
+def test_beta1_value_returning_instruction_names_the_destination_first_form():
+    res = kp.check_fused_softmax(_beta1_activation)
+    assert not res and "rejected" in res.message
+    assert "dst" in res.hints[0] and "activation" in res.hints[0]
+
+
+def test_blank_student_kernel_reads_as_not_answered():
+    res = kp.check_fused_softmax(_blank)
+    assert not res and "not answered" in str(res) and "NotImplementedError" in str(res)
 
 
 def test_unanswered_and_not_a_function():

@@ -363,8 +363,8 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
 # ---------------------------------------------------------------- notebook 06: fusion
 
 def _softmax_two_pass_impl(x):
-    import trnsim.neuronxcc.nki.isa as nisa
-    import trnsim.neuronxcc.nki.language as nl
+    import trnsim.nki.isa as nisa
+    import trnsim.nki.language as nl
 
     R, C = x.shape
     if R % 128:
@@ -372,33 +372,40 @@ def _softmax_two_pass_impl(x):
     P = nl.tile_size.pmax
     exps = nl.ndarray((R, C), dtype=nl.float32, buffer=nl.hbm, name="exps")
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    # pass 1: exp(x - rowmax) -> HBM
-    for i in nl.affine_range(R // P):
-        t = nl.load(x[i * P:(i + 1) * P, :])
-        neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
-        e = nisa.activation(op=nl.exp, data=t, bias=neg_max, dtype=nl.float32)
-        nl.store(exps[i * P:(i + 1) * P, :], value=e)
-    # pass 2: read exp back, row sum on the Vector Engine, divide
-    for i in nl.affine_range(R // P):
-        e = nl.load(exps[i * P:(i + 1) * P, :])
-        row_sum = nl.sum(e, axis=1, keepdims=True, dtype=nl.float32)
-        nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(e, nl.reciprocal(row_sum), dtype=x.dtype))
+    for i in range(R // P):                  # pass 1: exp(x - rowmax) -> HBM
+        t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i * P:(i + 1) * P, :])
+        neg_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=t, axis=1, negate=True)
+        e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max)
+        nisa.dma_copy(dst=exps[i * P:(i + 1) * P, :], src=e)
+    for i in range(R // P):                  # pass 2: read exp back, row sum on the Vector Engine, divide
+        e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=e, src=exps[i * P:(i + 1) * P, :])
+        row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=row_sum, op=nl.add, data=e, axis=1)
+        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=row_sum)
+        y = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=y, data=e, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=y)
     return out
 
 
 def _jit(func):
-    import trnsim.neuronxcc.nki as nki
+    import trnsim.nki as nki
 
     return nki.jit(func)
 
 
 softmax_two_pass = _jit(_softmax_two_pass_impl)
-softmax_two_pass.__doc__ = """Unfused row softmax of x [R, C] (R a multiple of 128): two passes over HBM.
+softmax_two_pass.__doc__ = """Unfused row softmax of x [R, C] (R a multiple of 128): two passes over HBM (NKI 0.6).
 
 Pass 1 computes ``exp(x - rowmax)`` on the Scalar Engine and stores it to an HBM scratch tensor;
-pass 2 loads it back, sums each row with a separate Vector Engine reduction, and multiplies by the
-reciprocal. Four tensor-sized HBM transfers instead of two, and one extra reduction per tile:
-the baseline for notebook 06's fusion exercise (compare ``trnsim.kernels.softmax``).
+pass 2 loads it back, sums each row with a separate Vector Engine reduction (``nisa.tensor_reduce``),
+and multiplies by the reciprocal. Four tensor-sized HBM transfers instead of two, and one extra
+reduction per tile: the baseline for notebook 06's fusion exercise (compare ``trnsim.kernels.softmax``).
 """
 
 WORKLOADS = ("softmax", "normalisation", "attention")
@@ -433,23 +440,23 @@ def attention_traffic(seq: int, d: int, *, fused: bool, itemsize: int = 2, tile:
 
 @functools.lru_cache(maxsize=64)
 def _profile_pair(workload: str, length: int, cols: int, target: str):
-    import trnsim.neuronxcc.nki as nki
-    import trnsim.neuronxcc.nki.typing as nt
+    import trnsim.nki.typing as nt
     from trnsim import kernels
+    from trnsim.perf import profile
 
     if workload == "softmax":
         x = nt.tensor[[length, cols], "float32"]
-        return (nki.profile(softmax_two_pass, x, target=target, numerics=False),
-                nki.profile(kernels.softmax, x, target=target, numerics=False))
+        return (profile(softmax_two_pass, x, target=target, numerics=False),
+                profile(kernels.softmax, x, target=target, numerics=False))
     if workload == "normalisation":
         x = nt.tensor[[length, cols], "float32"]
         g = nt.tensor[[1, cols], "float32"]
-        return (nki.profile(kernels.layernorm, x, g, g, target=target, numerics=False),
-                nki.profile(kernels.rmsnorm, x, g, target=target, numerics=False))
+        return (profile(kernels.layernorm, x, g, g, target=target, numerics=False),
+                profile(kernels.rmsnorm, x, g, target=target, numerics=False))
     q = nt.tensor[[ATTENTION_HEAD_DIM, length], "bfloat16"]
     v = nt.tensor[[length, ATTENTION_HEAD_DIM], "bfloat16"]
-    return (nki.profile(kernels.attention, q, q, v, target=target, numerics=False),
-            nki.profile(kernels.flash_attention, q, q, v, target=target, numerics=False))
+    return (profile(kernels.attention, q, q, v, target=target, numerics=False),
+            profile(kernels.flash_attention, q, q, v, target=target, numerics=False))
 
 
 ATTENTION_HEAD_DIM = 128
@@ -525,9 +532,10 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     Correctness on a seeded fp32 [256, 512] input against numpy; traffic and instruction mix from a
     timing-only profile on [2048, 1024] fp32.
     """
-    import trnsim.neuronxcc.nki as nki
-    import trnsim.neuronxcc.nki.typing as nt
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
     from trnsim.kernels import reference
+    from trnsim.perf import profile
     from trnsim.tiling import format_kernel_error
 
     title = "fused softmax"
@@ -539,7 +547,11 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     kern = kernel if isinstance(kernel, nki.Kernel) else nki.jit(kernel)
     x = np.random.default_rng(seed).standard_normal(FUSION_CHECK_SHAPE).astype(np.float32) * 4
     try:
-        got = nki.simulate_kernel(kern, x)
+        got = nki.simulate(kern)(x)
+    except NotImplementedError:   # the student version's blank kernel body
+        return CheckResult(False, title, "not answered yet",
+                           ("write the body of softmax_fused between the markers (replace the "
+                            "raise NotImplementedError()) and run the cell again",))
     except nki.KernelError as err:
         return CheckResult(False, title, "the simulator rejected the kernel",
                            (format_kernel_error(err).replace("\n", "\n   "),))
@@ -551,14 +563,14 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     if got is None or got.shape != want.shape:
         return CheckResult(False, title, f"expected an output of shape {want.shape}, got "
                                          f"{None if got is None else got.shape}",
-                           ("allocate out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm), store into it, "
-                            "and return it",))
+                           ("allocate out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm), copy each result "
+                            "tile into it with nisa.dma_copy(dst=out[...], src=...), and return it",))
     if not np.allclose(got, want, rtol=1e-3, atol=1e-6):
         e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
         if np.allclose(got, e, rtol=1e-3, atol=1e-6) or np.allclose(got, np.exp(x), rtol=1e-3, atol=1e-6):
             hints = ["the rows do not sum to 1: multiply exp(x - max) by the reciprocal of its row sum"]
         elif np.allclose(got, e * e.sum(axis=1, keepdims=True), rtol=1e-3, atol=1e-6):
-            hints = ["you multiplied by the row sum: multiply by its reciprocal (nl.reciprocal(row_sum))"]
+            hints = ["you multiplied by the row sum: multiply by its reciprocal (nisa.reciprocal(dst=inv, data=row_sum))"]
         else:
             hints = ["compare with numpy on one tile: e = exp(x - rowmax), out = e / rowsum(e); "
                      "every tile must load and store its own 128 rows"]
@@ -566,11 +578,11 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
         return CheckResult(False, title, f"wrong values (max |kernel - numpy| = {err:.2e})", tuple(hints))
     spec = nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"]
     try:
-        mine = nki.profile(kern, spec, numerics=False)
+        mine = profile(kern, spec, numerics=False)
     except Exception as err:  # noqa: BLE001 - shown to the learner
         return CheckResult(False, title, f"correct on {FUSION_CHECK_SHAPE}, but profiling on {FUSION_PROFILE_SHAPE} "
                                          f"failed: {err}", ("the kernel must work for any rows multiple of 128",))
-    base = nki.profile(softmax_two_pass, spec, numerics=False)
+    base = profile(softmax_two_pass, spec, numerics=False)
     one_pass = rowwise_traffic(*FUSION_PROFILE_SHAPE, 4, 1)
     problems = []
     if mine.hbm_bytes > 1.05 * one_pass:
@@ -579,9 +591,9 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                         "(read x once, write the output once): keep exp(x - max) in SBUF instead of storing it "
                         "to HBM and loading it back")
     if _reductions(mine) > _reductions(reference_profile_fused()):
-        problems.append("the row sum is still a separate Vector Engine reduction (nl.sum): let the exp activation "
-                        "produce it, nisa.activation(op=nl.exp, data=t, bias=neg_max, reduce_op=np.add, "
-                        "reduce_res=row_sum)")
+        problems.append("the row sum is still a separate Vector Engine reduction (nisa.tensor_reduce or nl.sum): "
+                        "let the exp activation produce it, nisa.activation(dst=e, op=nl.exp, data=t, "
+                        "bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)")
     if problems:
         return CheckResult(False, title, "right numbers, but not fused yet", tuple(problems))
     return CheckResult(True, title, f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "
@@ -592,11 +604,11 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
 @functools.lru_cache(maxsize=1)
 def reference_profile_fused():
     """Timing-only profile of ``trnsim.kernels.softmax`` on :data:`FUSION_PROFILE_SHAPE` (the fused reference)."""
-    import trnsim.neuronxcc.nki as nki
-    import trnsim.neuronxcc.nki.typing as nt
+    import trnsim.nki.typing as nt
     from trnsim.kernels import softmax
+    from trnsim.perf import profile
 
-    return nki.profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)
+    return profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)
 
 
 __all__ = [

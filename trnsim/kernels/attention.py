@@ -46,34 +46,48 @@ def attention(q_t, k_t, v):
     scores = nl.ndarray((Sq, Sk), dtype=nl.float32, buffer=nl.hbm, name="scores")
     probs = nl.ndarray((Sq, Sk), dtype=q_t.dtype, buffer=nl.hbm, name="probs")
     out = nl.ndarray((Sq, d), dtype=q_t.dtype, buffer=nl.shared_hbm)
-    # pass 1: S = Q K^T * scale  -> HBM
-    for i in nl.affine_range(Sq // P):
-        q_tile = nl.load(q_t[:, i * P:(i + 1) * P])
-        for j in nl.affine_range(Sk // KC):
-            k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
-            s = nl.matmul(q_tile, k_tile, transpose_x=True)
+    # pass 1: S = scale * Q K^T -> HBM
+    for i in range(Sq // P):
+        q_tile = nl.ndarray((d, P), dtype=q_t.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=q_tile, src=q_t[:, i * P:(i + 1) * P])
+        for j in range(Sk // KC):
+            k_tile = nl.ndarray((d, KC), dtype=k_t.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=k_tile, src=k_t[:, j * KC:(j + 1) * KC])
+            s = nl.ndarray((P, KC), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=s, stationary=q_tile, moving=k_tile)
             s_sb = nl.ndarray((P, KC), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=s_sb, op=nl.identity, data=s, scale=scale)
-            nl.store(scores[i * P:(i + 1) * P, j * KC:(j + 1) * KC], value=s_sb)
-    # pass 2: row softmax of S -> P (HBM)
-    for i in nl.affine_range(Sq // P):
-        t = nl.load(scores[i * P:(i + 1) * P, :])
-        neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True, dtype=nl.float32), -1.0)
-        row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=s_sb, op=nl.copy, data=s, scale=scale)
+            nisa.dma_copy(dst=scores[i * P:(i + 1) * P, j * KC:(j + 1) * KC], src=s_sb)
+    # pass 2: read S back, row softmax, P -> HBM
+    for i in range(Sq // P):
+        t = nl.ndarray((P, Sk), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=scores[i * P:(i + 1) * P, :])
+        neg_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=t, axis=1, negate=True)
         e = nl.ndarray((P, Sk), dtype=nl.float32, buffer=nl.sbuf)
+        row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
-        nl.store(probs[i * P:(i + 1) * P, :], value=nl.multiply(e, nl.reciprocal(row_sum), dtype=q_t.dtype))
-    # pass 3: O = P V
-    for i in nl.affine_range(Sq // P):
+        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=row_sum)
+        p = nl.ndarray((P, Sk), dtype=q_t.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=p, data=e, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=probs[i * P:(i + 1) * P, :], src=p)
+    # pass 3: read P back, O = P V (P^T blocks from Tensor Engine transposes)
+    for i in range(Sq // P):
         acc = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
-        for j in nl.affine_range(Sk // P):
-            p_tile = nl.load(probs[i * P:(i + 1) * P, j * P:(j + 1) * P])
-            p_ps = nl.ndarray((P, P), dtype=p_tile.dtype, buffer=nl.psum)
+        for j in range(Sk // P):
+            p_tile = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=p_tile, src=probs[i * P:(i + 1) * P, j * P:(j + 1) * P])
+            p_ps = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.psum)
             nisa.nc_transpose(dst=p_ps, data=p_tile)
-            p_t = nl.copy(p_ps, dtype=q_t.dtype)
-            v_tile = nl.load(v[j * P:(j + 1) * P, :])
+            p_t = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=p_t, src=p_ps)
+            v_tile = nl.ndarray((P, d), dtype=v.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=v_tile, src=v[j * P:(j + 1) * P, :])
             nisa.nc_matmul(dst=acc, stationary=p_t, moving=v_tile)
-        nl.store(out[i * P:(i + 1) * P, :], value=nl.copy(acc, dtype=q_t.dtype))
+        o = nl.ndarray((P, d), dtype=q_t.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=acc)
+        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o)
     return out
 
 
@@ -96,18 +110,29 @@ def flash_attention(q_t, k_t, v):
     KC = min(512, Sk) if Sk % min(512, Sk) == 0 else 128
     scale = 1.0 / math.sqrt(d)
     out = nl.ndarray((Sq, d), dtype=q_t.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(Sq // P):
-        q_tile = nl.load(q_t[:, i * P:(i + 1) * P])
-        neg_m = [nl.full((P, 1), -_NEG_LARGE, dtype=nl.float32),        # -running max, ping-pong
+    for i in range(Sq // P):
+        q_tile = nl.ndarray((d, P), dtype=q_t.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=q_tile, src=q_t[:, i * P:(i + 1) * P])
+        neg_m = [nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf),      # -running max, ping-pong
                  nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)]
-        l_sum = nl.zeros((P, 1), dtype=nl.float32)
-        acc = nl.zeros((P, d), dtype=nl.float32)
-        for j in nl.sequential_range(Sk // KC):
+        nisa.memset(dst=neg_m[0], value=-_NEG_LARGE)
+        l_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=l_sum, value=0.0)
+        acc = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        for j in range(Sk // KC):
             old, new = neg_m[j % 2], neg_m[(j + 1) % 2]
-            k_tile = nl.load(k_t[:, j * KC:(j + 1) * KC])
-            v_tiles = [nl.load(v[j * KC + c * P:j * KC + (c + 1) * P, :]) for c in nl.affine_range(KC // P)]
-            s = nl.matmul(q_tile, k_tile, transpose_x=True)                       # [P, KC] fp32 PSUM
-            row_max = nl.max(s, axis=1, keepdims=True, dtype=nl.float32)
+            k_tile = nl.ndarray((d, KC), dtype=k_t.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=k_tile, src=k_t[:, j * KC:(j + 1) * KC])
+            v_tiles = []
+            for c in range(KC // P):
+                vt = nl.ndarray((P, d), dtype=v.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=vt, src=v[j * KC + c * P:j * KC + (c + 1) * P, :])
+                v_tiles.append(vt)
+            s = nl.ndarray((P, KC), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=s, stationary=q_tile, moving=k_tile)             # [P, KC] fp32 PSUM
+            row_max = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_reduce(dst=row_max, op=nl.maximum, data=s, axis=1)
             # -m_new = min(-m_old, -scale * rowmax): one instruction, two operators
             nisa.tensor_scalar(dst=new, data=row_max, op0=nl.multiply, operand0=-scale, op1=nl.minimum,
                                operand1=old)
@@ -118,15 +143,19 @@ def flash_attention(q_t, k_t, v):
             nisa.activation(dst=corr, op=nl.exp, data=old, bias=new, scale=-1.0)  # exp(m_old - m_new)
             nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=row_sum)
             pv = nl.ndarray((P, d), dtype=nl.float32, buffer=nl.psum)
-            for c in nl.affine_range(KC // P):
+            for c in range(KC // P):
                 p_ps = nl.ndarray((P, P), dtype=p.dtype, buffer=nl.psum)
                 nisa.nc_transpose(dst=p_ps, data=p[:, c * P:(c + 1) * P])
                 p_t = nl.ndarray((P, P), dtype=q_t.dtype, buffer=nl.sbuf)
-                nisa.tensor_copy(dst=p_t, src=p_ps, engine=nisa.engine.scalar)
+                nisa.activation(dst=p_t, op=nl.copy, data=p_ps)   # PSUM -> SBUF on ScalarE (NC-v2 has no ScalarE tensor_copy)
                 nisa.nc_matmul(dst=pv, stationary=p_t, moving=v_tiles[c])
             nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=corr)
             nisa.tensor_tensor(dst=acc, data1=acc, data2=pv, op=nl.add)
-        nl.store(out[i * P:(i + 1) * P, :], value=nl.multiply(acc, nl.reciprocal(l_sum), dtype=q_t.dtype))
+        inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=l_sum)
+        o = nl.ndarray((P, d), dtype=q_t.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=acc, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=o)
     return out
 
 
