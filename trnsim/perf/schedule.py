@@ -485,15 +485,18 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                 r0, w0 = rd[0], wr[0]
                 rb, wb = r0.buffer, w0.buffer
                 hbm_id = r0.region.alloc_id if rb == "hbm" else (w0.region.alloc_id if wb == "hbm" else None)
+                hbm_read = rb == "hbm"
                 sig = (r0.contiguous_bytes, rb, w0.contiguous_bytes, wb)
             else:
                 sig_l = []
                 hbm_id = None
+                hbm_read = False
                 for o in rd + wr:
                     sig_l.append(o.contiguous_bytes)
                     sig_l.append(o.buffer)
                     if o.buffer == "hbm" and hbm_id is None:
                         hbm_id = o.region.alloc_id
+                        hbm_read = any(o is r for r in rd)
                 sig = tuple(sig_l)
             api = attrs.get("api", "dma")
             dkey = (ins.bytes_moved, ins.partitions, attrs.get("partitions"), attrs.get("bytes_per_partition"),
@@ -507,7 +510,9 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                 q = n_trig_dma % n_trig
                 n_trig_dma += 1
             elif hit is None:
-                qraw = (api, hbm_id) if hbm_id is not None else (api, None, sig)
+                # direction is part of the key: NKI 0.6's dma_copy names one API for loads and stores, and a
+                # load and a store of the same HBM tensor are different streams ("load x" / "store x", _queue_key)
+                qraw = (api, hbm_id, hbm_read) if hbm_id is not None else (api, None, sig)
                 q = queue_raw.get(qraw)
                 if q is None:
                     qk = _queue_key(ins)
