@@ -1025,3 +1025,21 @@ def test_beta1_mask_on_max8_and_find_index8():
     order = np.argsort(-F32[:, :32], axis=1)[:, :8]
     np.testing.assert_array_equal(m, np.take_along_axis(F32[:, :32], order, 1))
     np.testing.assert_array_equal(idx, order)
+
+
+def test_tensor_copy_on_the_scalar_engine_is_refused_on_neuroncore_v2():
+    """nki.isa.tensor_copy: 'On NeuronCore v2, tensor_copy is not supported on the Scalar Engine'."""
+    def body(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t, engine=nisa.engine.scalar)
+        nisa.dma_copy(dst=out, src=u)
+        return out
+
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    with pytest.raises(KernelError, match="activation") as exc:
+        nki.simulate(nki.jit(body, target="trn1"))(x)
+    assert exc.value.rule == "err_unsupported_engine"
+    np.testing.assert_array_equal(nki.simulate(nki.jit(body, target="trn2"))(x), x)
