@@ -340,13 +340,15 @@ def format_published(rows: list[PublishedStage]) -> str:
         return ""
     m, n, k = rows[0].shape
     head = (f"{'stage':<17}{'envelope':>9}{'simulated':>11}{'published':>11}{'error':>8}"
-            f"{'% peak sim':>12}{'HFU pub':>9}  envelope limiter")
-    lines = [f"lhsT [{k}, {m}] x rhs [{k}, {n}] bf16, one trn1 NeuronCore", head,
-             f"{'':<17}{'(ms)':>9}{'(ms)':>11}{'(ms)':>11}"]
+            f"{'speed-up':>12}{'% of peak':>11}  envelope limiter")
+    lines = [f"lhsT [{k}, {m}] x rhs [{k}, {n}] bf16, one {rows[0].profile.target} NeuronCore", head,
+             f"{'':<17}{'(ms)':>9}{'(ms)':>11}{'(ms)':>11}{'':>8}{'sim / pub':>12}{'sim / pub':>11}"]
     for r in rows:
-        hfu = f"{r.published_hfu_pct:>8.1f}%" if r.published_hfu_pct is not None else f"{'-':>9}"
+        hfu = f"{r.published_hfu_pct:.0f}" if r.published_hfu_pct is not None else "-"
+        spd = f"{rows[0].predicted_ms / r.predicted_ms:.1f} / {rows[0].published_ms / r.published_ms:.1f}"
+        pk = f"{r.profile.pct_of_tensor_peak:.0f} / {hfu}"
         lines.append(f"{r.label:<17}{r.envelope.bound_us / 1e3:>9.1f}{r.predicted_ms:>11.1f}{r.published_ms:>11.1f}"
-                     f"{r.error_pct:>+7.1f}%{r.profile.pct_of_tensor_peak:>11.1f}%{hfu}  {r.envelope.limiter}")
+                     f"{r.error_pct:>+7.1f}%{spd:>12}{pk:>11}  {r.envelope.limiter}")
     errs = sorted(abs(r.error_pct) for r in rows)
     mid = len(errs) // 2
     med = errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])
