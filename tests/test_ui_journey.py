@@ -170,3 +170,19 @@ def test_block_panel_offers_only_blocks_that_fit():
     assert "blocks M 8 x N 2 x K 8" in panel.summary
     with pytest.raises(ValueError, match="block_m=32 does not fit a 2048"):
         BlockPanel(size=2048, block_m=32)
+
+
+def test_plot_published_draws_three_bars_per_stage_and_the_error():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.viz.journey import plot_published
+
+    fig, ax = plt.subplots()
+    plot_published(ax, ["a", "b"], [1.0, 2.0], [1.5, 2.0], [2.0, 2.5])
+    assert len(ax.patches) == 6
+    assert sorted(t.get_text() for t in ax.texts) == ["-20%", "-25%"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    plt.close(fig)
