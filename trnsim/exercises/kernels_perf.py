@@ -222,6 +222,10 @@ def journey_envelope(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
 
 @functools.lru_cache(maxsize=64)
 def _profile_stage_cached(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
+    return _profile_stage(stage, M, N, K, blocks, target)
+
+
+def _profile_stage(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
     import trnsim.nki.language as nl
     import trnsim.nki.typing as nt
     from trnsim.perf import profile
@@ -284,9 +288,12 @@ class PublishedStage:
 
     stage: str
     shape: tuple[int, int, int]                  # M, N, K
+    target: str
     envelope: Envelope
-    profile: Any = field(repr=False)
-    published_ms: float = 0.0
+    predicted_ms: float                          # simulated latency (Profile.latency_us / 1000)
+    pct_of_tensor_peak: float                    # simulated (Profile.pct_of_tensor_peak)
+    bottleneck: str                              # simulated (Profile.bottleneck)
+    published_ms: float
     published_hfu_pct: float | None = None
     published_kernel: str = ""
     source: str = ""
@@ -294,10 +301,6 @@ class PublishedStage:
     @property
     def label(self) -> str:
         return STAGE_LABELS[self.stage]
-
-    @property
-    def predicted_ms(self) -> float:
-        return self.profile.latency_us / 1e3
 
     @property
     def error_pct(self) -> float:
@@ -310,7 +313,8 @@ def published_journey(target: str = "trn1") -> list[PublishedStage]:
 
     Published latencies come from data/kernel_validation.json (validation rows, never inputs to the cost
     model; :mod:`trnsim.perf.validation`); each row names the trnsim kernel that takes the same step.
-    Each stage is costed with :func:`profile_stage` (timing-only, bf16) and its :func:`journey_envelope`.
+    Each stage is costed like :func:`profile_stage` (timing-only, bf16) and its :func:`journey_envelope`; only the
+    numbers are kept (not the ~100k-instruction profiles, which would hold hundreds of MiB in a notebook).
     """
     from trnsim.perf import validation
 
@@ -328,9 +332,11 @@ def published_journey(target: str = "trn1") -> list[PublishedStage]:
             raise ValueError(f"published row {r['published_kernel']}: journey stages are costed in bf16 at their "
                              f"default blocks, the row has dtype {r['dtype']} and kwargs {r.get('kwargs')}")
         s = by_kernel[r["kernel"]]
-        out.append(PublishedStage(s, (m, n, k), journey_envelope(s, m, n, k, target=target),
-                                  profile_stage(s, m, n, k, target=target), float(r["latency_ms"]),
-                                  r.get("hfu_pct"), r["published_kernel"], r["source"]))
+        prof = _profile_stage(s, m, n, k, tuple(sorted(DEFAULT_BLOCKS[s].items())), target)
+        out.append(PublishedStage(s, (m, n, k), target, journey_envelope(s, m, n, k, target=target),
+                                  prof.latency_us / 1e3, prof.pct_of_tensor_peak, prof.bottleneck,
+                                  float(r["latency_ms"]), r.get("hfu_pct"), r["published_kernel"], r["source"]))
+        del prof
     return out
 
 
@@ -341,12 +347,12 @@ def format_published(rows: list[PublishedStage]) -> str:
     m, n, k = rows[0].shape
     head = (f"{'stage':<17}{'envelope':>9}{'simulated':>11}{'published':>11}{'error':>8}"
             f"{'speed-up':>12}{'% of peak':>11}  envelope limiter")
-    lines = [f"lhsT [{k}, {m}] x rhs [{k}, {n}] bf16, one {rows[0].profile.target} NeuronCore", head,
+    lines = [f"lhsT [{k}, {m}] x rhs [{k}, {n}] bf16, one {rows[0].target} NeuronCore", head,
              f"{'':<17}{'(ms)':>9}{'(ms)':>11}{'(ms)':>11}{'':>8}{'sim / pub':>12}{'sim / pub':>11}"]
     for r in rows:
         hfu = f"{r.published_hfu_pct:.0f}" if r.published_hfu_pct is not None else "-"
         spd = f"{rows[0].predicted_ms / r.predicted_ms:.1f} / {rows[0].published_ms / r.published_ms:.1f}"
-        pk = f"{r.profile.pct_of_tensor_peak:.0f} / {hfu}"
+        pk = f"{r.pct_of_tensor_peak:.0f} / {hfu}"
         lines.append(f"{r.label:<17}{r.envelope.bound_us / 1e3:>9.1f}{r.predicted_ms:>11.1f}{r.published_ms:>11.1f}"
                      f"{r.error_pct:>+7.1f}%{spd:>12}{pk:>11}  {r.envelope.limiter}")
     errs = sorted(abs(r.error_pct) for r in rows)
