@@ -4,7 +4,9 @@ Pure functions only (no widgets, no plotting):
 
 * Notebook 05, the matmul journey: :func:`journey_traffic` counts the HBM bytes each of the four
   stages of NKI's matrix-multiplication tutorial moves (from its loop structure: which tile is
-  loaded how often), :func:`journey_envelope` turns bytes and FLOPs into lower bounds on latency,
+  loaded how often) and :func:`journey_transfers` the DMA transfers; :func:`journey_envelope` turns
+  FLOPs, bytes and transfers into lower bounds on latency; :func:`published_journey` sets the
+  simulator's latency next to the published trn1 measurements (data/kernel_validation.json);
   :func:`sbuf_budget` adds up the SBUF bytes per partition the fully blocked kernel keeps live, and
   :func:`evaluate_blocks` profiles one block choice (or returns the simulator's ``KernelError``).
 * Notebook 06, fusion: :func:`softmax_two_pass` is an unfused softmax (the exponentials make a
@@ -506,8 +508,10 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
         return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
     hints = []
     if p.bottleneck == "dma":
-        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic): bigger M and N blocks "
-                     "mean each loaded tile feeds more matmuls")
+        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic in {p.dma_transfers} transfers, "
+                     f"each paying a fixed cost of {_target(target).core.dma_fixed_cost_ns / 1e3:.1f} us): bigger M and "
+                     "N blocks mean each loaded tile feeds "
+                     "more matmuls, a bigger K block fewer, larger transfers")
     if r.budget.total > 0.6 * r.budget.capacity:
         hints.append(f"the blocks use {r.budget.total / 1024:.0f} of {r.budget.capacity / 1024:.0f} KiB in one K step, "
                      "so the next output block's accumulator and operands cannot be allocated while this one "
