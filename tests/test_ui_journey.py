@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import trnsim.neuronxcc.nki as nki
+import trnsim.nki as nki
 from trnsim.exercises import kernels_perf as kp
 from trnsim.kernels import matmul_fully_blocked, reference
 
@@ -28,6 +28,48 @@ def test_journey_gets_faster_and_moves_fewer_bytes_at_each_stage():
     assert "4 fully blocked" in table and "bottleneck" in table
 
 
+@pytest.mark.parametrize("stage", kp.STAGES)
+def test_transfer_count_matches_simulated_dma_transfers(stage):
+    xf = kp.journey_transfers(stage, 1024, 1024, 2048)
+    prof = kp.profile_stage(stage, 1024, 1024, 2048)
+    assert sum(n for n, _ in xf.values()) == prof.dma_transfers
+    assert sum(n * b for n, b in xf.values()) == prof.hbm_bytes
+
+
+def test_queue_bound_is_transfers_times_fixed_cost_and_explains_the_dma_bound_stages():
+    import trnsim
+
+    fixed_us = trnsim.target("trn1").core.dma_fixed_cost_ns / 1e3       # about 1.3 us on trn1
+    assert 1.0 < fixed_us < 2.0
+    # 4 x 128 KiB rhs tiles per output tile at 1024^3 (8 M tiles, 2 N tiles, 8 K tiles): 128 transfers
+    assert kp.dma_queue_us(128, 128 * 1024, "trn1") == pytest.approx(129 * fixed_us)
+    # a 1 MiB transfer is data-bound: 1 MiB / 272 GB/s
+    assert kp.dma_queue_us(1, 2**20, "trn1") == pytest.approx(2**20 / 272e3 + fixed_us)
+    rows = kp.journey(1024, 1024, 1024)
+    for r in rows[:3]:                               # DMA-transfer-bound: the envelope is within 7% of the simulator
+        assert r.envelope.limiter.startswith("DMA transfers")
+        assert r.envelope.queue_us == pytest.approx(r.profile.latency_us, rel=0.07)
+    assert rows[3].envelope.limiter == "Tensor Engine"
+    assert "lhsT and rhs" in rows[0].envelope.limiter   # tiled: both operand streams are equally long
+
+
+def test_published_journey_pairs_data_rows_with_the_simulator():
+    from trnsim.perf.validation import validation_data
+
+    rows = kp.published_journey("trn1")
+    data = {r["stage"]: r for r in validation_data()["rows"] if r["target"] == "trn1"}
+    assert [r.stage for r in rows] == list(kp.STAGES)
+    for i, r in enumerate(rows, start=1):
+        assert r.published_ms == data[i]["latency_ms"] and r.shape == (4096, 8192, 8192)
+        assert r.error_pct == pytest.approx(100 * (r.predicted_ms - r.published_ms) / r.published_ms)
+        assert r.predicted_ms * 1e3 >= 0.99 * r.envelope.bound_us
+        assert abs(r.error_pct) < 25
+    table = kp.format_published(rows)
+    assert "median |error|" in table and "51.8" in table
+    with pytest.raises(ValueError, match="published for"):
+        kp.published_journey("trn3")
+
+
 def test_envelope_uses_catalog_peak_and_dma_rate():
     env = kp.envelope(2 * 128 ** 3, 3 * 128 * 128 * 2, "trn1")
     assert env.compute_us == pytest.approx(2 * 128 ** 3 / 91.75e12 * 1e6, rel=0.01)
@@ -47,7 +89,7 @@ def test_fully_blocked_numerics_small():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((256, 256)).astype(np.float32)
     b = rng.standard_normal((256, 1024)).astype(np.float32)
-    got = nki.simulate_kernel(matmul_fully_blocked, a, b)
+    got = nki.simulate(matmul_fully_blocked)(a, b)
     np.testing.assert_allclose(got, reference.matmul(a, b), rtol=1e-4, atol=1e-3)
 
 
@@ -131,3 +173,19 @@ def test_block_panel_offers_only_blocks_that_fit():
     assert "blocks M 8 x N 2 x K 8" in panel.summary
     with pytest.raises(ValueError, match="block_m=32 does not fit a 2048"):
         BlockPanel(size=2048, block_m=32)
+
+
+def test_plot_published_draws_three_bars_per_stage_and_the_error():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.viz.journey import plot_published
+
+    fig, ax = plt.subplots()
+    plot_published(ax, ["a", "b"], [1.0, 2.0], [1.5, 2.0], [2.0, 2.5])
+    assert len(ax.patches) == 6
+    assert sorted(t.get_text() for t in ax.texts if t.get_text().endswith("%")) == ["-20%", "-25%"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    plt.close(fig)

@@ -4,7 +4,9 @@ Pure functions only (no widgets, no plotting):
 
 * Notebook 05, the matmul journey: :func:`journey_traffic` counts the HBM bytes each of the four
   stages of NKI's matrix-multiplication tutorial moves (from its loop structure: which tile is
-  loaded how often), :func:`journey_envelope` turns bytes and FLOPs into lower bounds on latency,
+  loaded how often) and :func:`journey_transfers` the DMA transfers; :func:`journey_envelope` turns
+  FLOPs, bytes and transfers into lower bounds on latency; :func:`published_journey` sets the
+  simulator's latency next to the published trn1 measurements (data/kernel_validation.json);
   :func:`sbuf_budget` adds up the SBUF bytes per partition the fully blocked kernel keeps live, and
   :func:`evaluate_blocks` profiles one block choice (or returns the simulator's ``KernelError``).
 * Notebook 06, fusion: :func:`softmax_two_pass` is an unfused softmax (the exponentials make a
@@ -108,23 +110,80 @@ def journey_traffic(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
     return Traffic(a_bytes * ra, b_bytes * rb, c_bytes)
 
 
+def journey_transfers(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
+                      blocks: Mapping[str, int] | None = None, target: str = "trn1") -> dict[str, tuple[int, int]]:
+    """DMA transfers of one journey stage, per HBM tensor: ``{"lhsT": (count, bytes each), "rhs": ..., "out": ...}``.
+
+    Counted from each kernel's loops like :func:`journey_traffic`: one ``nl.load`` or ``nl.store`` is one
+    transfer. tiled: a [128, 128] lhsT tile and a [128, 512] rhs tile per matmul; hoisted and block_free:
+    lhsT once per [128, 128] tile, rhs per [128, 512] tile as often as it is reloaded; fully_blocked: one
+    [128, BLOCK_M] lhsT row and one [128, BLOCK_N] rhs row per 128 rows of K per output block. The output
+    is stored as [128, 512] tiles ([128, BLOCK_N] rows for fully_blocked).
+    """
+    tm, tn, tk = matmul_tiles(target)
+    b = _clamped_blocks(stage, M, N, K, blocks, target)
+    mt, nt_, kt = M // tm, N // tn, K // tk
+    tile_a, tile_b, tile_c = tk * tm * itemsize, tk * tn * itemsize, tm * tn * itemsize
+    if stage == "tiled":
+        return {"lhsT": (mt * nt_ * kt, tile_a), "rhs": (mt * nt_ * kt, tile_b), "out": (mt * nt_, tile_c)}
+    if stage == "hoisted":
+        return {"lhsT": (mt * kt, tile_a), "rhs": (mt * nt_ * kt, tile_b), "out": (mt * nt_, tile_c)}
+    if stage == "block_free":
+        return {"lhsT": (mt * kt, tile_a), "rhs": (mt // b["tiles_in_block_m"] * nt_ * kt, tile_b),
+                "out": (mt * nt_, tile_c)}
+    bm, bn = b["tiles_in_block_m"], b["tiles_in_block_n"]
+    steps = (mt // bm) * (nt_ // bn) * kt
+    return {"lhsT": (steps, tile_a * bm), "rhs": (steps, tile_b * bn), "out": (mt * (nt_ // bn), tile_c * bn)}
+
+
+def dma_queue_us(count: int, bytes_each: float, target: str = "trn1") -> float:
+    """Time one in-order DMA queue needs for ``count`` transfers of ``bytes_each`` (each spread over all engines).
+
+    A queue completes one transfer per max(fixed cost, data time) (perf_model.json ``dma_queue_occupancy``;
+    the fixed cost is the catalog's ``dma_fixed_cost_ns``, about 1.3 us), plus one fixed cost to start.
+    """
+    c = _target(target).core
+    fixed_ns = float(c.dma_fixed_cost_ns)
+    data_ns = bytes_each / dma_gbytes_per_s(target)          # GB/s == B/ns
+    return (count * max(fixed_ns, data_ns) + (fixed_ns if count else 0.0)) / 1e3
+
+
+def queue_groups(target: str = "trn1") -> int:
+    """How the transfers of a kernel share DMA queues on ``target``: 0 = one in-order queue per HBM tensor
+    (NC-v2, trnsim's rule), k > 0 = all transfers alternate over k hardware-DGE queues (NC-v3).
+    perf_model.json ``dma_queue_assignment`` / ``dma_hwdge_trigger_queues``."""
+    from trnsim.perf import model_data
+
+    try:
+        return int(model_data.per_version("dma_hwdge_trigger_queues", str(_target(target).core.version)) or 0)
+    except KeyError:
+        return 0
+
+
 @dataclass(frozen=True)
 class Envelope:
-    """Back-of-envelope lower bounds for one kernel: compute at Tensor Engine peak, traffic at the DMA ceiling."""
+    """Back-of-envelope lower bounds for one kernel: compute at Tensor Engine peak, traffic at the DMA
+    ceiling, and (when the transfers are counted) the busiest DMA queue at one transfer per ~1.3 us."""
 
     flops: int
     hbm_bytes: int
     compute_us: float
     dma_us: float
+    queue_us: float = 0.0          # busiest in-order DMA queue (0 when transfers were not counted)
+    queue_name: str = ""           # which stream that is ("rhs", or "2 DGE queues")
 
     @property
     def bound_us(self) -> float:
-        """The larger of the two lower bounds (the kernel cannot be faster than either)."""
-        return max(self.compute_us, self.dma_us)
+        """The largest of the lower bounds (the kernel cannot be faster than any of them)."""
+        return max(self.compute_us, self.dma_us, self.queue_us)
 
     @property
     def limiter(self) -> str:
-        return "DMA" if self.dma_us >= self.compute_us else "Tensor Engine"
+        if self.compute_us >= max(self.dma_us, self.queue_us):
+            return "Tensor Engine"
+        if self.dma_us >= self.queue_us:
+            return "DMA"
+        return f"DMA transfers ({self.queue_name})"
 
 
 def dma_gbytes_per_s(target: str = "trn1") -> float:
@@ -133,29 +192,49 @@ def dma_gbytes_per_s(target: str = "trn1") -> float:
     return c.dma_engines * c.dma_engine_gbytes_per_s
 
 
-def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf16") -> Envelope:
-    """Lower bounds: ``flops / Tensor Engine peak`` and ``bytes / (DMA engines x engine rate)``."""
+def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf16",
+             transfers: Mapping[str, tuple[int, int]] | None = None) -> Envelope:
+    """Lower bounds: ``flops / Tensor Engine peak``, ``bytes / (DMA engines x engine rate)`` and, with
+    ``transfers`` ({tensor: (count, bytes each)}), the busiest DMA queue (:func:`dma_queue_us`): one queue per
+    tensor on NC-v2, the transfers spread evenly over the hardware-DGE queues on NC-v3."""
     c = _target(target).core
     peak = c.tensor_peak_tflops(dtype)
+    queue_us, queue_name = 0.0, ""
+    if transfers:
+        groups = queue_groups(target)
+        if groups:
+            total = sum(dma_queue_us(n, b, target) for n, b in transfers.values())
+            queue_us, queue_name = total / groups, f"{groups} DGE queues"
+        else:
+            per = {name: dma_queue_us(n, b, target) for name, (n, b) in transfers.items()}
+            queue_us = max(per.values())
+            queue_name = " and ".join(name for name, t in per.items() if t >= 0.999 * queue_us)
     return Envelope(int(flops), int(hbm_bytes), flops / (peak * 1e12) * 1e6,
-                    hbm_bytes / (dma_gbytes_per_s(target) * 1e9) * 1e6)
+                    hbm_bytes / (dma_gbytes_per_s(target) * 1e9) * 1e6, queue_us, queue_name)
 
 
 def journey_envelope(stage: str, M: int, N: int, K: int, *, itemsize: int = 2,
                      blocks: Mapping[str, int] | None = None, target: str = "trn1") -> Envelope:
-    """:func:`envelope` of one journey stage: 2*M*N*K FLOPs and :func:`journey_traffic` bytes."""
+    """:func:`envelope` of one journey stage: 2*M*N*K FLOPs, :func:`journey_traffic` bytes and
+    :func:`journey_transfers` transfers."""
     tr = journey_traffic(stage, M, N, K, itemsize=itemsize, blocks=blocks, target=target)
-    return envelope(2 * M * N * K, tr.total_bytes, target, "bf16" if itemsize <= 2 else "fp32")
+    xf = journey_transfers(stage, M, N, K, itemsize=itemsize, blocks=blocks, target=target)
+    return envelope(2 * M * N * K, tr.total_bytes, target, "bf16" if itemsize <= 2 else "fp32", xf)
 
 
 @functools.lru_cache(maxsize=64)
 def _profile_stage_cached(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
-    import trnsim.neuronxcc.nki as nki
-    import trnsim.neuronxcc.nki.typing as nt
+    return _profile_stage(stage, M, N, K, blocks, target)
 
-    a = nt.tensor[[K, M], "bfloat16"]
-    b = nt.tensor[[K, N], "bfloat16"]
-    return nki.profile(_kernel(stage), a, b, target=target, numerics=False, **dict(blocks))
+
+def _profile_stage(stage: str, M: int, N: int, K: int, blocks: tuple, target: str):
+    import trnsim.nki.language as nl
+    import trnsim.nki.typing as nt
+    from trnsim.perf import profile
+
+    a = nt.tensor[[K, M], nl.bfloat16]
+    b = nt.tensor[[K, N], nl.bfloat16]
+    return profile(_kernel(stage), a, b, target=target, numerics=False, **dict(blocks))
 
 
 def profile_stage(stage: str, M: int, N: int, K: int, *, blocks: Mapping[str, int] | None = None,
@@ -190,16 +269,98 @@ def journey(M: int, N: int, K: int, target: str = "trn1") -> list[StageRow]:
 
 
 def format_journey(rows: list[StageRow]) -> str:
-    """Fixed-width table: estimate vs simulator per stage (latency to 1 us, % to 1 decimal)."""
-    head = (f"{'stage':<17}{'HBM est':>9}{'HBM sim':>9}{'bound':>8}{'simulated':>11}{'% peak':>8}"
+    """Fixed-width table: estimate vs simulator per stage (latency to 1 us, % to 1 decimal, GB/s to 1 GB/s)."""
+    head = (f"{'stage':<17}{'HBM est':>9}{'HBM sim':>9}{'bound':>8}{'simulated':>11}{'HBM rate':>10}{'% peak':>8}"
             f"{'speed-up':>10}  bottleneck")
-    lines = [head, f"{'':<17}{'(MiB)':>9}{'(MiB)':>9}{'(us)':>8}{'(us)':>11}"]
+    lines = [head, f"{'':<17}{'(MiB)':>9}{'(MiB)':>9}{'(us)':>8}{'(us)':>11}{'(GB/s)':>10}"]
     base = rows[0].profile.latency_us if rows else 1.0
     for r in rows:
         p = r.profile
         lines.append(f"{r.label:<17}{r.traffic.total_bytes / 2**20:>9.0f}{p.hbm_bytes / 2**20:>9.0f}"
-                     f"{r.envelope.bound_us:>8.0f}{p.latency_us:>11.0f}{p.pct_of_tensor_peak:>7.1f}%"
-                     f"{base / p.latency_us:>9.1f}x  {p.bottleneck}")
+                     f"{r.envelope.bound_us:>8.0f}{p.latency_us:>11.0f}{p.hbm_gbytes_per_s:>10.0f}"
+                     f"{p.pct_of_tensor_peak:>7.1f}%{base / p.latency_us:>9.1f}x  {p.bottleneck}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- predicted vs published (real trn1)
+
+@dataclass(frozen=True)
+class PublishedStage:
+    """One journey stage at the size AWS measured: back-of-envelope, simulated, and the published latency."""
+
+    stage: str
+    shape: tuple[int, int, int]                  # M, N, K
+    target: str
+    envelope: Envelope
+    predicted_ms: float                          # simulated latency (Profile.latency_us / 1000)
+    pct_of_tensor_peak: float                    # simulated (Profile.pct_of_tensor_peak)
+    bottleneck: str                              # simulated (Profile.bottleneck)
+    published_ms: float
+    published_hfu_pct: float | None = None
+    published_kernel: str = ""
+    source: str = ""
+
+    @property
+    def label(self) -> str:
+        return STAGE_LABELS[self.stage]
+
+    @property
+    def error_pct(self) -> float:
+        """(predicted - published) / published, in percent."""
+        return 100.0 * (self.predicted_ms - self.published_ms) / self.published_ms
+
+
+def published_journey(target: str = "trn1") -> list[PublishedStage]:
+    """The four stages at the shape of the published measurements of NKI's matmul tutorial.
+
+    Published latencies come from data/kernel_validation.json (validation rows, never inputs to the cost
+    model; :mod:`trnsim.perf.validation`); each row names the trnsim kernel that takes the same step.
+    Each stage is costed like :func:`profile_stage` (timing-only, bf16) and its :func:`journey_envelope`; only the
+    numbers are kept (not the ~100k-instruction profiles, which would hold hundreds of MiB in a notebook).
+    """
+    from trnsim.perf import validation
+
+    k, m = validation._SHAPE["lhsT"]          # the published problem: lhsT [K, M], rhs [K, N]
+    n = validation._SHAPE["rhs"][1]
+    by_kernel = {f"trnsim.kernels.matmul:matmul_{s}": s for s in STAGES}
+    rows = [r for r in validation.validation_data()["rows"]
+            if r["target"] == target and r["kernel"] in by_kernel]
+    if not rows:
+        have = sorted({r["target"] for r in validation.validation_data()["rows"] if r["kernel"] in by_kernel})
+        raise ValueError(f"published_journey(target={target!r}): the matmul journey was published for {have}")
+    out = []
+    for r in sorted(rows, key=lambda r: int(r["stage"])):
+        if r["dtype"] != "bfloat16" or r.get("kwargs"):
+            raise ValueError(f"published row {r['published_kernel']}: journey stages are costed in bf16 at their "
+                             f"default blocks, the row has dtype {r['dtype']} and kwargs {r.get('kwargs')}")
+        s = by_kernel[r["kernel"]]
+        prof = _profile_stage(s, m, n, k, tuple(sorted(DEFAULT_BLOCKS[s].items())), target)
+        out.append(PublishedStage(s, (m, n, k), target, journey_envelope(s, m, n, k, target=target),
+                                  prof.latency_us / 1e3, prof.pct_of_tensor_peak, prof.bottleneck,
+                                  float(r["latency_ms"]), r.get("hfu_pct"), r["published_kernel"], r["source"]))
+        del prof
+    return out
+
+
+def format_published(rows: list[PublishedStage]) -> str:
+    """Fixed-width table: envelope bound, simulated and published latency (ms), error, % of peak vs published HFU."""
+    if not rows:
+        return ""
+    m, n, k = rows[0].shape
+    head = (f"{'stage':<17}{'envelope':>9}{'simulated':>11}{'published':>11}{'error':>8}"
+            f"{'speed-up':>12}{'% of peak':>11}  envelope limiter")
+    lines = [f"lhsT [{k}, {m}] x rhs [{k}, {n}] bf16, one {rows[0].target} NeuronCore", head,
+             f"{'':<17}{'(ms)':>9}{'(ms)':>11}{'(ms)':>11}{'':>8}{'sim / pub':>12}{'sim / pub':>11}"]
+    for r in rows:
+        hfu = f"{r.published_hfu_pct:.0f}" if r.published_hfu_pct is not None else "-"
+        spd = f"{rows[0].predicted_ms / r.predicted_ms:.1f} / {rows[0].published_ms / r.published_ms:.1f}"
+        pk = f"{r.pct_of_tensor_peak:.0f} / {hfu}"
+        lines.append(f"{r.label:<17}{r.envelope.bound_us / 1e3:>9.1f}{r.predicted_ms:>11.1f}{r.published_ms:>11.1f}"
+                     f"{r.error_pct:>+7.1f}%{spd:>12}{pk:>11}  {r.envelope.limiter}")
+    errs = sorted(abs(r.error_pct) for r in rows)
+    mid = len(errs) // 2
+    med = errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])
+    lines.append(f"median |error| {med:.1f}% over {len(rows)} stages")
     return "\n".join(lines)
 
 
@@ -347,8 +508,10 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
         return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
     hints = []
     if p.bottleneck == "dma":
-        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic): bigger M and N blocks "
-                     "mean each loaded tile feeds more matmuls")
+        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic in {p.dma_transfers} transfers, "
+                     f"each paying a fixed cost of {_target(target).core.dma_fixed_cost_ns / 1e3:.1f} us): bigger M and "
+                     "N blocks mean each loaded tile feeds "
+                     "more matmuls, a bigger K block fewer, larger transfers")
     if r.budget.total > 0.6 * r.budget.capacity:
         hints.append(f"the blocks use {r.budget.total / 1024:.0f} of {r.budget.capacity / 1024:.0f} KiB in one K step, "
                      "so the next output block's accumulator and operands cannot be allocated while this one "
@@ -613,7 +776,8 @@ def reference_profile_fused():
 
 __all__ = [
     "STAGES", "STAGE_LABELS", "STAGE_WHY", "DEFAULT_BLOCKS", "matmul_tiles", "Traffic", "journey_traffic",
-    "Envelope", "envelope", "dma_gbytes_per_s", "journey_envelope", "profile_stage", "StageRow", "journey",
+    "Envelope", "envelope", "dma_gbytes_per_s", "journey_envelope", "journey_transfers", "dma_queue_us",
+    "queue_groups", "PublishedStage", "published_journey", "format_published", "profile_stage", "StageRow", "journey",
     "format_journey", "SbufBudget", "sbuf_budget", "BlockResult", "evaluate_blocks", "check_traffic",
     "check_block_choice", "softmax_two_pass", "WORKLOADS", "PAIR_LABELS", "rowwise_traffic", "attention_traffic",
     "ATTENTION_HEAD_DIM", "FusionResult", "compare_fusion", "check_fused_softmax", "reference_profile_fused",

@@ -1,4 +1,5 @@
-"""Figures for notebooks 05 and 06: SBUF budget, engine utilisation, HBM traffic (estimate vs simulator)."""
+"""Figures for notebooks 05 and 06: SBUF budget, engine utilisation, HBM traffic (estimate vs simulator),
+predicted vs published latency."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -99,4 +100,28 @@ def plt_patch(hatch: str, label: str) -> Any:
     return Patch(facecolor="#bbbbbb", edgecolor="white", hatch=hatch, label=label)
 
 
-__all__ = ["plot_sbuf_budget", "plot_engine_utilisation", "plot_traffic", "plot_engine_balance"]
+def plot_published(ax: Any, labels: Sequence[str], envelope_ms: Sequence[float], simulated_ms: Sequence[float],
+                   published_ms: Sequence[float], *, title: str = "Predicted vs published latency") -> Any:
+    """Grouped bars per kernel: back-of-envelope bound, simulated and published latency (ms), each simulated
+    bar labelled with its error against the published one ((sim - pub) / pub)."""
+    x = np.arange(len(labels))
+    w = 0.27
+    ax.bar(x - w, envelope_ms, w, color="#bbbbbb", label="back-of-envelope bound")
+    ax.bar(x, simulated_ms, w, color=ENGINE_COLORS["dma"], label="simulator")
+    ax.bar(x + w, published_ms, w, color="black", label="published (real trn1)")
+    top = max(list(envelope_ms) + list(simulated_ms) + list(published_ms)) if len(labels) else 1.0
+    for xi, s, p in zip(x, simulated_ms, published_ms):
+        ax.text(xi, max(s, p) + 0.02 * top, f"{100 * (s - p) / p:+.0f}%", ha="center", fontsize=8)
+    ax.text(0.01, 0.98, "% above the bars: simulator vs published", transform=ax.transAxes, fontsize=7,
+            va="top", color="#555555")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_ylabel("latency (ms)")
+    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+__all__ = ["plot_sbuf_budget", "plot_engine_utilisation", "plot_traffic", "plot_engine_balance", "plot_published"]
