@@ -442,13 +442,16 @@ def floor(name: str) -> Floor:
 
 def per_core_latency_us(trace: Any, target: str) -> list[float]:
     """Latency of each physical core of an LNC=2 trace, each core's instructions scheduled on its own engines
-    (dependencies across cores kept only within a core; SBUF capacity not modelled)."""
+    (dependencies across cores kept only within a core; SBUF capacity not modelled). An idle core is 0."""
     from trnsim.perf import schedule_instructions
 
     tgt = _target(target)
     out = []
-    for c in sorted({i.core for i in trace.instructions}):
+    for c in range(max(1, int(trace.lnc))):
         mine = [i for i in trace.instructions if i.core == c]
+        if not mine:            # a core with no work (the kernel left it idle)
+            out.append(0.0)
+            continue
         remap = {ins.index: k for k, ins in enumerate(mine)}
         local = [dataclasses.replace(ins, index=k, deps=tuple(remap[d] for d in ins.deps if d in remap))
                  for k, ins in enumerate(mine)]
