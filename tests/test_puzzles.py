@@ -328,3 +328,23 @@ def test_leaderboard_rows_and_table():
     assert by["tiled_matmul"].time_us is None and by["tiled_matmul"].floor_us > 0
     text = pz.leaderboard_table(rows)
     assert text.count("solved") == 1 and text.count("open") == 11
+
+
+def test_leaderboard_figure_draws_solved_bars_and_every_budget():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.viz.puzzles import plot_leaderboard
+
+    rows = pz.leaderboard({"broadcast_add": SOLUTIONS["broadcast_add"], "rmsnorm": SOLUTIONS["rmsnorm"]})
+    fig, ax = plt.subplots()
+    assert plot_leaderboard(ax, rows) is ax
+    assert len(ax.patches) == 2                                  # one bar per solved puzzle
+    widths = sorted(p.get_width() for p in ax.patches)
+    want = sorted(r.time_us / r.floor_us for r in rows if r.passed)
+    assert widths == pytest.approx(want)
+    budgets = ax.collections[0].get_offsets()[:, 0]
+    assert len(budgets) == 12 and np.all(budgets > 1)
+    assert "2 of 12 solved" in ax.get_title()
+    plt.close(fig)
