@@ -348,3 +348,12 @@ def test_leaderboard_figure_draws_solved_bars_and_every_budget():
     assert len(budgets) == 12 and np.all(budgets > 1)
     assert "2 of 12 solved" in ax.get_title()
     plt.close(fig)
+
+
+def test_student_stub_body_counts_as_not_answered():
+    @nki.jit
+    def broadcast_add(x, b):
+        """x [R, C] + b [1, C]."""
+        raise NotImplementedError()
+    res = pz.check_puzzle("broadcast_add", broadcast_add)
+    assert not res.passed and res.message == "not answered yet"

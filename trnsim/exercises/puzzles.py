@@ -590,6 +590,8 @@ def check_puzzle(name: str, kernel: Any, *, keep: list | None = None) -> CheckRe
         hint = _RULE_HINTS.get(err.rule, "read the rule and the fix the simulator gives")
         return CheckResult(False, title, "the simulator rejected the kernel:\n" + _indent(format_kernel_error(err)),
                            (hint,))
+    except NotImplementedError:  # the student copy's stub body (nbgrader's raise NotImplementedError())
+        return not_answered(title)
     except Exception as err:  # a Python error in the learner's code: show it, do not crash
         return CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
                            ("run it on the inputs yourself with nki.simulate(kernel)(*inputs) to see the traceback",))
