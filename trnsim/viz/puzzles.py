@@ -25,13 +25,13 @@ def plot_leaderboard(ax: Any, rows: Sequence[Any], *, title: str | None = None) 
     ax.scatter(budgets, y, marker="|", s=260, linewidths=2.5, color="black", zorder=3, label="budget")
     for yi, t, b, ok in zip(y, times, budgets, solved):
         if ok:
-            ax.text(max(t, b) * 1.06, yi, f"{t:.1f}x", va="center", fontsize=7)
+            ax.text(max(t, b) * 1.06, yi, f"{t:.1f}x (budget {b:.1f}x)", va="center", fontsize=7)
         else:
             ax.text(b * 1.08, yi, "open", va="center", fontsize=7, color="#7f7f7f")
     ax.axvline(1.0, color="#d62728", ls="--", lw=1, label="roofline floor")
     ax.set_xscale("log")
     hi = float(np.nanmax(np.concatenate([budgets, times[solved] if solved.any() else budgets])))
-    ax.set_xlim(0.8, hi * 1.8)
+    ax.set_xlim(0.8, hi * 3.0)
     ax.set_yticks(y)
     ax.set_yticklabels([r.title for r in rows], fontsize=8)
     ax.set_ylim(-0.7, n - 0.3)
