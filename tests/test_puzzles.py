@@ -357,3 +357,4 @@ def test_student_stub_body_counts_as_not_answered():
         raise NotImplementedError()
     res = pz.check_puzzle("broadcast_add", broadcast_add)
     assert not res.passed and res.message == "not answered yet"
+    assert "raise NotImplementedError()" in res.hints[1]

@@ -163,10 +163,15 @@ def online_logsumexp(x):
     return out
 
 
+KEY_BLOCK = 512
+"""Keys per step of the flash-attention solution: a [128, 512] fp32 score tile fills one PSUM bank."""
+
+
 @nki.jit
 def flash_attention(q_t, k_t, v):
     """softmax(Q K^T / sqrt(d)) V for q_t [d, Sq], k_t [d, Sk], v [Sk, d]: K and V are loaded into SBUF once
-    and reused by every 128-query tile; keys stream in 128-wide blocks through an online softmax."""
+    and reused by every 128-query tile; keys stream in 512-wide blocks (one PSUM bank of scores) through an
+    online softmax, and P^T V accumulates over the block's four 128-key slices in PSUM."""
     d, Sq = q_t.shape
     _, Sk = k_t.shape
     scale = 1.0 / float(d) ** 0.5
@@ -175,27 +180,28 @@ def flash_attention(q_t, k_t, v):
     v_sb = [nl.load(v[j * 128:(j + 1) * 128, :]) for j in range(Sk // 128)]
     for i in nl.affine_range(Sq // 128):
         q = nl.load(q_t[:, i * 128:(i + 1) * 128])
-        neg_m = nl.full((128, 1), 1e30, dtype=nl.float32)
+        neg_m = nl.full((128, 1), 1e30, dtype=nl.float32)         # -(running max)
         l_sum = nl.zeros((128, 1), dtype=nl.float32)
         acc = nl.zeros((128, d), dtype=nl.float32)
-        for j in nl.sequential_range(Sk // 128):
-            s = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=s, stationary=q, moving=k_sb[:, j * 128:(j + 1) * 128])
+        for j in nl.sequential_range(Sk // KEY_BLOCK):
+            s = nl.ndarray((128, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=s, stationary=q, moving=k_sb[:, j * KEY_BLOCK:(j + 1) * KEY_BLOCK])
             new = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_scalar(dst=new, data=nl.max(s, axis=1, keepdims=True), op0=nl.multiply, operand0=-scale,
                                op1=nl.minimum, operand1=neg_m)
             corr = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)
-            p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)     # exp(m_old - m_new)
+            p = nl.ndarray((128, KEY_BLOCK), dtype=nl.float32, buffer=nl.sbuf)
             rs = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=rs)
             nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=rs)
-            p_ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_transpose(dst=p_ps, data=p)
-            p_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=p_t, src=p_ps)
             pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=pv, stationary=p_t, moving=v_sb[j])
+            for c in nl.affine_range(KEY_BLOCK // 128):
+                p_ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+                nisa.nc_transpose(dst=p_ps, data=p[:, c * 128:(c + 1) * 128])
+                p_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=p_t, src=p_ps)
+                nisa.nc_matmul(dst=pv, stationary=p_t, moving=v_sb[j * (KEY_BLOCK // 128) + c])
             nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=corr)
             nisa.tensor_tensor(dst=acc, data1=acc, data2=pv, op=nl.add)
             nisa.tensor_copy(dst=neg_m, src=new)

@@ -352,7 +352,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "softmax(Q K^T / sqrt(d)) V for two 128-query tiles against 512 keys (d = 64). The scores never go "
         "to HBM, and K and V are small enough to stay resident in SBUF for every query tile.",
         lambda q, k, v: _attention(q, k, v).astype(np.float32), _flash_inputs,
-        "load K and V once for all query tiles; per 128-key block: scores, online softmax update, P^T V",
+        "load K and V once for all query tiles; take keys in blocks as wide as a PSUM bank of scores (512), and per block: "
+        "scores, online softmax update, P^T V accumulated in PSUM",
         "def flash_attention(q_t, k_t, v):\n    \"\"\"q_t [d, Sq], k_t [d, Sk], v [Sk, d] (Sq, Sk multiples of 128) -> [Sq, d] float32.\"\"\"",
         flops=lambda q, k, v: 4 * q.shape[1] * k.shape[1] * q.shape[0], rtol=1e-3, atol=1e-4,
         traffic_limit=1.0, traffic_hint="K and V are read more than once: load them before the query loop",
@@ -591,7 +592,8 @@ def check_puzzle(name: str, kernel: Any, *, keep: list | None = None) -> CheckRe
         return CheckResult(False, title, "the simulator rejected the kernel:\n" + _indent(format_kernel_error(err)),
                            (hint,))
     except NotImplementedError:  # the student copy's stub body (nbgrader's raise NotImplementedError())
-        return not_answered(title)
+        return not_answered(title, "write the kernel's body in place of raise NotImplementedError(), keeping "
+                                   "its def line and docstring")
     except Exception as err:  # a Python error in the learner's code: show it, do not crash
         return CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
                            ("run it on the inputs yourself with nki.simulate(kernel)(*inputs) to see the traceback",))
