@@ -183,7 +183,8 @@ def _d_softmax(x, out, want):
         return ("the output has inf or NaN: exp overflowed (these logits reach 100 and more)",
                 "subtract each row's maximum before the exponential; softmax does not change, exp stays <= 1")
     if _same(out, _softmax(x, axis=0)):
-        return ("the columns sum to 1, not the rows", "reduce along the free axis (axis=1): a row lives in one partition")
+        return ("the columns sum to 1, not the rows",
+                "reduce along the free axis (axis=1): a row lives in one partition")
     e = np.exp(x - x.max(axis=1, keepdims=True))
     if _same(out, e):
         return ("the rows do not sum to 1: the normalisation is missing",
@@ -210,7 +211,8 @@ def _d_matmul(lhsT, rhs, out, want):
         part = lhsT[k * 128:(k + 1) * 128].T @ rhs[k * 128:(k + 1) * 128]
         if _same(out, part, rtol=1e-3, atol=1e-2):
             return (f"only K tile {k} of {K // 128} reached the output",
-                    "the K tiles must accumulate: keep one PSUM tile for the whole K loop, so each nc_matmul adds to it")
+                    "the K tiles must accumulate: keep one PSUM tile for the whole K loop, so each nc_matmul "
+                    "adds to it")
     if _same(out, want / (K // 128), rtol=1e-3, atol=1e-2):
         return ("the output is the average over the K tiles", "accumulate the K tiles; do not divide")
     return None
@@ -315,7 +317,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "out = x / sqrt(mean(x^2) + 1e-6) * gamma.",
         lambda x, g: _rmsnorm(x, g).astype(np.float32), lambda rng: (_f32(rng, 256, 512), _f32(rng, 1, 512)),
         "square-and-sum in one activation, rsqrt(sum / C + eps) in another; gamma loaded once and broadcast",
-        "def rmsnorm(x, gamma):\n    \"\"\"x [R, C] (R a multiple of 128), gamma [1, C] -> RMSNorm(x) * gamma (eps 1e-6).\"\"\"",
+        "def rmsnorm(x, gamma):\n"
+        "    \"\"\"x [R, C] (R a multiple of 128), gamma [1, C] -> RMSNorm(x) * gamma (eps 1e-6).\"\"\"",
         diagnoses=(_d_rmsnorm,)),
     Puzzle(
         "tiled_matmul", "7. Tiled matmul",
@@ -323,7 +326,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "PSUM tile holds at most 512 fp32 columns, so K and N must be tiled.",
         lambda a, b: (a.astype(np.float64).T @ b).astype(np.float32), _mm_inputs,
         "load each lhsT tile once (outside the N loop) and let the K tiles accumulate in one PSUM tile",
-        "def tiled_matmul(lhsT, rhs):\n    \"\"\"lhsT [K, 128], rhs [K, N] (K multiple of 128, N of 512) -> [128, N] float32.\"\"\"",
+        "def tiled_matmul(lhsT, rhs):\n"
+        "    \"\"\"lhsT [K, 128], rhs [K, N] (K multiple of 128, N of 512) -> [128, N] float32.\"\"\"",
         flops=lambda a, b: 2 * a.shape[1] * b.shape[1] * a.shape[0], rtol=1e-4, atol=1e-3,
         diagnoses=(_d_matmul,)),
     Puzzle(
@@ -332,7 +336,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "and the Scalar Engine take turns; with two, tile i+1 loads while tile i is computed.",
         lambda x: np.exp(x.astype(np.float64)).astype(np.float32), lambda rng: (_f32(rng, 1024, 512),),
         "two buffers used alternately (i % 2): the load of one tile overlaps the exp of the other",
-        "def double_buffer(x):\n    \"\"\"exp(x) for x [R, C] (R a multiple of 128), with at most two [128, C] SBUF tiles.\"\"\"",
+        "def double_buffer(x):\n"
+        "    \"\"\"exp(x) for x [R, C] (R a multiple of 128), with at most two [128, C] SBUF tiles.\"\"\"",
         rtol=1e-5, atol=1e-6,
         sbuf_limit=lambda x: 2 * x.shape[1] * x.itemsize,
         sbuf_rule="at most two [128, C] tiles may be live in SBUF (allocate the buffers once and reuse them)"),
@@ -342,7 +347,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "SBUF in 512-column chunks, keeping only a running max m and a running sum l per row.",
         lambda x: _logsumexp(x.astype(np.float64)).astype(np.float32), lambda rng: (_f32(rng, 128, 8192, scale=10.0),),
         "one pass: per chunk, new max, rescale the running sum by exp(m_old - m_new), add the chunk's exp-sum",
-        "def online_logsumexp(x):\n    \"\"\"x [128, C] (C a multiple of 512) -> [128, 1] float32, log(sum(exp(x), axis=1)).\"\"\"",
+        "def online_logsumexp(x):\n"
+        "    \"\"\"x [128, C] (C a multiple of 512) -> [128, 1] float32, log(sum(exp(x), axis=1)).\"\"\"",
         rtol=1e-5, atol=1e-4,
         sbuf_limit=lambda x: x.shape[1] * x.itemsize,
         sbuf_rule="never hold a whole row (C x 4 bytes per partition) in SBUF: stream 512-column chunks",
@@ -352,9 +358,11 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "softmax(Q K^T / sqrt(d)) V for two 128-query tiles against 512 keys (d = 64). The scores never go "
         "to HBM, and K and V are small enough to stay resident in SBUF for every query tile.",
         lambda q, k, v: _attention(q, k, v).astype(np.float32), _flash_inputs,
-        "load K and V once for all query tiles; take keys in blocks as wide as a PSUM bank of scores (512), and per block: "
+        "load K and V once for all query tiles; take keys in blocks as wide as a PSUM bank of scores (512), "
+        "and per block: "
         "scores, online softmax update, P^T V accumulated in PSUM",
-        "def flash_attention(q_t, k_t, v):\n    \"\"\"q_t [d, Sq], k_t [d, Sk], v [Sk, d] (Sq, Sk multiples of 128) -> [Sq, d] float32.\"\"\"",
+        "def flash_attention(q_t, k_t, v):\n"
+        "    \"\"\"q_t [d, Sq], k_t [d, Sk], v [Sk, d] (Sq, Sk multiples of 128) -> [Sq, d] float32.\"\"\"",
         flops=lambda q, k, v: 4 * q.shape[1] * k.shape[1] * q.shape[0], rtol=1e-3, atol=1e-4,
         traffic_limit=1.0, traffic_hint="K and V are read more than once: load them before the query loop",
         diagnoses=(_d_attention,)),
@@ -364,7 +372,8 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         "per core; nl.program_id(0) says which. GELU over x [1024, 512] should take half the time on two.",
         lambda x: _gelu(x), lambda rng: (_f32(rng, 1024, 512),),
         "split the rows: core nl.program_id(0) takes rows program_id x R/2 ... (program_id + 1) x R/2 - 1",
-        "def two_core_gelu(x):\n    \"\"\"gelu(x) for x [R, C]; launched as two_core_gelu[2] (each core takes half the rows).\"\"\"",
+        "def two_core_gelu(x):\n"
+        "    \"\"\"gelu(x) for x [R, C]; launched as two_core_gelu[2] (each core takes half the rows).\"\"\"",
         lnc=2, rtol=1e-5, atol=1e-5, diagnoses=(_d_gelu,)),
     Puzzle(
         "mean_all_reduce", "12. A collective: mean gradient",
