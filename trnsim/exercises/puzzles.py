@@ -627,8 +627,8 @@ def check_puzzle(name: str, kernel: Any, *, keep: list | None = None) -> CheckRe
     cores = ""
     if r.core_latency_us:
         cores = " (per core: " + ", ".join(f"{t:,.2f}" for t in r.core_latency_us) + " us)"
-    timing = (f"{r.latency_us:,.2f} us{cores} = {x:.1f}x the {f.limiter} floor of {f.us:,.2f} us; "
-              f"budget: within {factor:.1f}x")
+    timing = (f"{r.latency_us:,.2f} us{cores} = {x:.2f}x the {f.limiter} floor of {f.us:,.2f} us; "
+              f"budget: within {factor:.2f}x ({factor * f.us:,.2f} us)")
     if r.latency_us <= factor * f.us * (1 + 1e-9):
         return CheckResult(True, title, "matches numpy; " + timing)
     hints = [p.idea]
