@@ -13,6 +13,7 @@ NOTEBOOKS: tuple[tuple[str, str, str], ...] = (
     ("02", "inside_a_neuroncore", "Inside a NeuronCore: Tensor, Vector, Scalar, GpSimd engines"),
     ("03", "memory_hierarchy", "Memory hierarchy: HBM, SBUF partitions, PSUM banks, DMA cost, tiling"),
     ("04", "first_kernel", "Your first kernel in NKI 0.6: load/compute/store, tile rules, tile loops, ragged tiles"),
+    ("04b", "kernel_puzzles", "Kernel puzzles: twelve NKI 0.6 kernels checked for numerics and a timing budget"),
     ("05", "matmul_kernel_journey", "The matmul kernel journey: four optimisation steps with profiles"),
     ("06", "fused_kernels", "Fused kernels: softmax, norms, attention and flash attention"),
     ("07", "numerics", "Numerics: fp32/bf16/fp8, PSUM accumulation, stochastic rounding"),
