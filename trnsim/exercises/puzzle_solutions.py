@@ -20,7 +20,7 @@ def broadcast_add(x, b):
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
     bias = nl.broadcast_to(nl.load(b), (128, C))
-    for i in nl.affine_range(R // 128):
+    for i in range(R // 128):
         t = nl.load(x[i * 128:(i + 1) * 128, :])
         nl.store(out[i * 128:(i + 1) * 128, :], nl.add(t, bias))
     return out
@@ -32,7 +32,7 @@ def transpose_te(x):
     P, F = x.shape
     out = nl.ndarray((F, P), dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
-    for j in nl.affine_range(F // 128):
+    for j in range(F // 128):
         tp = nl.ndarray((128, P), dtype=x.dtype, buffer=nl.psum)
         nisa.nc_transpose(dst=tp, data=t[:, j * 128:(j + 1) * 128])
         ts = nl.ndarray((128, P), dtype=x.dtype, buffer=nl.sbuf)
@@ -75,7 +75,7 @@ def row_softmax(x):
     """Numerically stable softmax of each row of x [R, C]: max, exp(x - max) with its row sum, one multiply."""
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(R // 128):
+    for i in range(R // 128):
         t = nl.load(x[i * 128:(i + 1) * 128, :])
         neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True), -1.0)
         e = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
@@ -92,7 +92,7 @@ def rmsnorm(x, gamma):
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
     g = nl.broadcast_to(nl.load(gamma), (128, C))
     eps = nl.full((128, 1), RMS_EPS, dtype=nl.float32)
-    for i in nl.affine_range(R // 128):
+    for i in range(R // 128):
         t = nl.load(x[i * 128:(i + 1) * 128, :])
         sq = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
         ss = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -111,9 +111,9 @@ def tiled_matmul(lhsT, rhs):
     _, N = rhs.shape
     out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
     a = [nl.load(lhsT[k * 128:(k + 1) * 128, :]) for k in range(K // 128)]
-    for n in nl.affine_range(N // 512):
+    for n in range(N // 512):
         acc = nl.ndarray((M, 512), dtype=nl.float32, buffer=nl.psum)
-        for k in nl.sequential_range(K // 128):
+        for k in range(K // 128):
             r = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
             nisa.nc_matmul(dst=acc, stationary=a[k], moving=r)
         res = nl.ndarray((M, 512), dtype=nl.float32, buffer=nl.sbuf)
@@ -129,7 +129,7 @@ def double_buffer(x):
     R, C = x.shape
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
     bufs = [nl.ndarray((128, C), dtype=x.dtype, buffer=nl.sbuf) for _ in range(2)]
-    for i in nl.sequential_range(R // 128):
+    for i in range(R // 128):
         b = bufs[i % 2]
         nisa.dma_copy(dst=b, src=x[i * 128:(i + 1) * 128, :])
         nisa.activation(dst=b, op=nl.exp, data=b)
@@ -145,7 +145,7 @@ def online_logsumexp(x):
     out = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
     neg_m = nl.full((P, 1), 1e30, dtype=nl.float32)     # -(running max)
     l_sum = nl.zeros((P, 1), dtype=nl.float32)
-    for j in nl.sequential_range(C // ONLINE_CHUNK):
+    for j in range(C // ONLINE_CHUNK):
         t = nl.load(x[:, j * ONLINE_CHUNK:(j + 1) * ONLINE_CHUNK])
         chunk_max = nl.max(t, axis=1, keepdims=True)
         new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -178,12 +178,12 @@ def flash_attention(q_t, k_t, v):
     out = nl.ndarray((Sq, d), dtype=nl.float32, buffer=nl.shared_hbm)
     k_sb = nl.load(k_t)
     v_sb = [nl.load(v[j * 128:(j + 1) * 128, :]) for j in range(Sk // 128)]
-    for i in nl.affine_range(Sq // 128):
+    for i in range(Sq // 128):
         q = nl.load(q_t[:, i * 128:(i + 1) * 128])
         neg_m = nl.full((128, 1), 1e30, dtype=nl.float32)         # -(running max)
         l_sum = nl.zeros((128, 1), dtype=nl.float32)
         acc = nl.zeros((128, d), dtype=nl.float32)
-        for j in nl.sequential_range(Sk // KEY_BLOCK):
+        for j in range(Sk // KEY_BLOCK):
             s = nl.ndarray((128, KEY_BLOCK), dtype=nl.float32, buffer=nl.psum)
             nisa.nc_matmul(dst=s, stationary=q, moving=k_sb[:, j * KEY_BLOCK:(j + 1) * KEY_BLOCK])
             new = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -196,7 +196,7 @@ def flash_attention(q_t, k_t, v):
             nisa.activation(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=rs)
             nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=rs)
             pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
-            for c in nl.affine_range(KEY_BLOCK // 128):
+            for c in range(KEY_BLOCK // 128):
                 p_ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
                 nisa.nc_transpose(dst=p_ps, data=p[:, c * 128:(c + 1) * 128])
                 p_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
@@ -216,7 +216,7 @@ def two_core_gelu(x):
     out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
     half = R // nl.num_programs()
     r0 = nl.program_id(0) * half
-    for i in nl.affine_range(half // 128):
+    for i in range(half // 128):
         rows = slice(r0 + i * 128, r0 + (i + 1) * 128)
         nl.store(out[rows, :], nl.gelu(nl.load(x[rows, :])))
     return out
