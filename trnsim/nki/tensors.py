@@ -857,10 +857,7 @@ def _first_range_dim(ranges) -> int:
 
 
 def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
-    from trnsim.nki import context   # tensors sits below context in the layering: look it up at error time
-
-    ctx = context._CURRENT
-    if ctx is not None and ctx.dialect == "beta1":
+    if DIALECT.beta1:   # the running kernel's dialect (set by the runtime for each launch)
         fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "

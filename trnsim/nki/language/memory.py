@@ -20,6 +20,11 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
     ctx = current()
     s = as_view(src)
+    if not isinstance(s, (View, Broadcast)):
+        raise KernelError("err_expected_tile",
+                          f"operand 'src' of 'load' must be an HBM tensor, got {type(src).__name__} ({src!r:.60})",
+                          "pass a kernel input (or a slice of one, x[0:128, 0:512]) or an nl.ndarray(..., "
+                          "buffer=nl.shared_hbm)")
     if not isinstance(s, (View,)) or s.tensor.buffer != "hbm":
         buf = s.tensor.buffer if hasattr(s, "tensor") else type(src).__name__
         raise KernelError("err_unsupported_memory",
