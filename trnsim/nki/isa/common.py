@@ -117,8 +117,19 @@ def result_of(dst_given, out_tensor, dview):
     return out_tensor
 
 
-def dtype_or(dtype, default: str) -> str:
-    return default if dtype is None else dt.dtype_name(dtype)
+def dtype_arg(dtype, api: str = "", arg: str = "dtype") -> str:
+    """The NKI dtype name of a ``dtype=`` argument; KernelError (err_unsupported_dtype) for anything else."""
+    try:
+        return dt.dtype_name(dtype)
+    except TypeError as exc:
+        where = f" of '{api}'" if api else ""
+        raise KernelError("err_unsupported_dtype", f"{arg}={dtype!r}{where} is not an NKI dtype ({exc})",
+                          "use nl.float32, nl.bfloat16, nl.float16, nl.float8_e4m3, nl.int32, ... (or the matching "
+                          "numpy dtype)") from None
+
+
+def dtype_or(dtype, default: str, api: str = "") -> str:
+    return default if dtype is None else dtype_arg(dtype, api)
 
 
 def scalar_or_vector(x, P: int, api: str, arg: str, reads: list):
@@ -205,7 +216,7 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
                                   "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
                                   "value-returning calls run under import trnsim.neuronxcc.nki")
         if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
-            want, have = dt.dtype_name(out_dtype), as_view(bound["dst"]).tensor.dtype_name
+            want, have = dtype_arg(out_dtype, api), as_view(bound["dst"]).tensor.dtype_name
             if want != have:
                 raise KernelError("err_invalid_arguments",
                                   f"nisa.{api}(dtype={want}) differs from dst's dtype {have}: NKI 0.6 instructions "

@@ -9,11 +9,12 @@ from trnsim.nki.context import current
 from trnsim.nki.rules import KernelError
 
 # Simulator limit, not a hardware limit: affine_range / sequential_range / static_range loops are unrolled as the
-# kernel runs (one Python iteration per trip), so a kernel may unroll at most this many loop iterations in total
-# (all loops, nested trips counted, all program instances). That is ~30x the largest kernel the course traces
-# (the 8192^3 tiled matmul, ~65k iterations) and some tens of seconds of tracing; beyond it a typo such as
-# nl.affine_range(10**9) would effectively hang the simulator.
-MAX_UNROLLED_ITERATIONS = 2_000_000
+# kernel runs (one Python iteration per trip, each of its instructions traced), so a kernel may unroll at most this
+# many loop iterations in total (all loops, nested trips counted, all program instances). The tracer runs some tens
+# of thousands of instructions per second, so this is tens of seconds of tracing, and ~15x the largest kernel the
+# course traces (the 8192^3 tiled matmul, ~65k iterations); beyond it a typo such as nl.affine_range(10**9) would
+# effectively hang the simulator.
+MAX_UNROLLED_ITERATIONS = 1_000_000
 
 
 # ----------------------------------------------------------------------------- SPMD / loops
