@@ -924,3 +924,96 @@ def test_huge_affine_range_is_refused_at_once():
     assert "1,000,000,000 iterations" in str(e.value) and f"{control.MAX_UNROLLED_ITERATIONS:,}" in str(e.value)
     assert "simulator limit" in str(e.value)
     assert 65_536 < control.MAX_UNROLLED_ITERATIONS <= 10_000_000
+
+
+def _tile(shape=(4, 8), dtype=nl.float32, buffer=nl.sbuf):
+    return nl.ndarray(shape, dtype=dtype, buffer=buffer)
+
+
+# Bad arguments the fuzz (and a probe around it) found escaping as raw Python / numpy exceptions, silently
+# truncated or saturated: (name, kernel body on the input `a` [4, 8] and its SBUF copy `t`, rule, text named)
+BAD_ARGUMENTS = [
+    ("tensor_tensor dst a number", lambda a, t: nisa.tensor_tensor(dst=3, data1=t, data2=t, op=nl.add),
+     "err_expected_tile", "int"),
+    ("dma_copy dst a number", lambda a, t: nisa.dma_copy(dst=3, src=a), "err_expected_tile", "int"),
+    ("dma_copy src None", lambda a, t: nisa.dma_copy(dst=t, src=None), "err_expected_tile", "NoneType"),
+    ("tensor_reduce axis None", lambda a, t: nisa.tensor_reduce(dst=_tile((4, 1)), op=nl.add, data=t, axis=None),
+     "err_invalid_axis", "[4, 8]"),
+    ("tensor_reduce axis '1'", lambda a, t: nisa.tensor_reduce(dst=_tile((4, 1)), op=nl.add, data=t, axis="1"),
+     "err_invalid_axis", "'1'"),
+    ("nl.sum axis 1.0", lambda a, t: nl.sum(t, axis=1.0), "err_invalid_axis", "1.0"),
+    ("iota offset 1.5", lambda a, t: nisa.iota(dst=t, pattern=[[1, 8]], offset=1.5), "err_invalid_arguments", "1.5"),
+    ("iota offset 'a'", lambda a, t: nisa.iota(dst=t, pattern=[[1, 8]], offset="a"), "err_invalid_arguments", "'a'"),
+    ("iota 10**12 values", lambda a, t: nisa.iota(dst=t, pattern=[[1, 10 ** 12]]), "err_shape_mismatch", "[4, 8]"),
+    ("affine_select 10**12 values", lambda a, t: nisa.affine_select(
+        dst=t, pattern=[[1, 10 ** 12]], channel_multiplier=0, on_true_tile=t, on_false_value=0.0),
+     "err_shape_mismatch", "[4, 8]"),
+    ("affine_select on_false_value 'a'", lambda a, t: nisa.affine_select(
+        dst=t, pattern=[[1, 8]], channel_multiplier=0, on_true_tile=t, on_false_value="a"), "err_operand_type", "str"),
+    ("slice bound 2.5", lambda a, t: nisa.dma_copy(dst=t[0:2.5, :], src=a[0:2, :]), "err_unsupported_index", "2.5"),
+    ("slice bound '2'", lambda a, t: nisa.dma_copy(dst=t[0:"2", :], src=a[0:2, :]), "err_unsupported_index", "'2'"),
+    ("nl.ds size 2.5", lambda a, t: nisa.dma_copy(dst=t[nl.ds(0, 2.5), :], src=a[0:2, :]), "err_unsupported_index",
+     "2.5"),
+    ("reshape (4.5, 8)", lambda a, t: a.reshape((4.5, 8)), "err_unsupported_reshape", "4.5"),
+    ("ndarray shape (4.5, 8)", lambda a, t: _tile((4.5, 8)), "err_invalid_shape", "4.5"),
+    ("affine_range(4.5)", lambda a, t: [None for _ in nl.affine_range(4.5)], "err_invalid_range", "4.5"),
+    ("nl.load dtype float64", lambda a, t: nl.load(a, dtype=np.float64), "err_unsupported_dtype", "float64"),
+    ("nl.copy dtype object", lambda a, t: nl.copy(t, dtype=object), "err_unsupported_dtype", "object"),
+    ("nl.load of a string", lambda a, t: nl.load("abc"), "err_expected_tile", "str"),
+    ("memset int8 300", lambda a, t: nisa.memset(dst=_tile(dtype=nl.int8), value=300), "err_memset_value_out_of_range",
+     "-128..127"),
+    ("memset uint8 -1", lambda a, t: nisa.memset(dst=_tile(dtype=nl.uint8), value=-1),
+     "err_memset_value_out_of_range", "0..255"),
+    ("memset float16 1e6", lambda a, t: nisa.memset(dst=_tile(dtype=nl.float16), value=1e6),
+     "err_memset_value_out_of_range", "65504"),
+    ("memset value None", lambda a, t: nisa.memset(dst=t, value=None), "err_memset_value_type", "None"),
+    ("memset int8 nan", lambda a, t: nisa.memset(dst=_tile(dtype=nl.int8), value=float("nan")),
+     "err_memset_value_type", "nan"),
+    ("nl.full int8 300 in PSUM", lambda a, t: nl.full((4, 8), 300, nl.int8, buffer=nl.psum),
+     "err_memset_value_out_of_range", "int8"),
+    ("tile[...] = 1e39 (bfloat16)", lambda a, t: _tile(dtype=nl.bfloat16).__setitem__(Ellipsis, 1e39),
+     "err_memset_value_out_of_range", "bfloat16"),
+]
+
+
+@pytest.mark.parametrize("name, body, rule, named", BAD_ARGUMENTS, ids=[b[0] for b in BAD_ARGUMENTS])
+def test_bad_argument_is_a_kernel_error(name, body, rule, named):
+    def kern(a):
+        t = _sb(a)
+        body(a, t)
+        return _out(t)
+
+    with pytest.raises(KernelError) as e:
+        nki.simulate(kern)(np.ones((4, 8), np.float32))
+    assert e.value.rule == rule, e.value
+    assert named in str(e.value) and e.value.fix, e.value
+
+
+def test_0d_input_is_named():
+    """A 0-d array input names itself and the two ways to pass it (a [1, 1] tensor or a Python number)."""
+    def kern(a):
+        return _out(nl.load(a))
+
+    with pytest.raises(KernelError) as e:
+        nki.simulate(kern)(np.array(3.0, np.float32))
+    assert e.value.rule == "err_invalid_shape"
+    assert "`a` is a 0-d array" in str(e.value) and "(1, 1)" in e.value.fix and ".item()" in e.value.fix
+
+
+def test_legal_fills_still_work():
+    """Fills that fit keep working: -inf in bfloat16, 127 / -128 in int8, 0 in an MX packed tile, a bfloat16 near its
+    largest finite value."""
+    def kern(a):
+        t = _tile(dtype=nl.bfloat16)
+        nisa.memset(dst=t, value=-float("inf"))
+        i = _tile(dtype=nl.int8)
+        nisa.memset(dst=i, value=127)
+        i[0:1, :] = -128
+        b = _tile(dtype=nl.bfloat16)
+        nisa.memset(dst=b, value=3.3e38)
+        return _out(t), _out(i), _out(b)
+
+    t, i, b = nki.simulate(kern)(np.ones((4, 8), np.float32))
+    assert np.isneginf(t.astype(np.float32)).all()
+    assert (i[0] == -128).all() and (i[1:] == 127).all()
+    assert np.isfinite(b.astype(np.float32)).all() and abs(float(b[0, 0]) - 3.3e38) < 0.01 * 3.3e38

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 import weakref
 
@@ -73,6 +74,9 @@ def check_free_limit(v, api: str, arg: str) -> None:
 def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed=("sbuf", "psum")):
     ctx = current()
     if dst is not None:
+        if not is_tile(dst):
+            raise KernelError("err_expected_tile", f"operand 'dst' of '{api}' must be a tile, got {type(dst).__name__}",
+                              "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
         d = as_view(dst)
         if isinstance(d, Broadcast):
             raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
@@ -229,17 +233,30 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     return fn
 
 
-def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str) -> np.ndarray:
+def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str,
+                   dst_shape=None) -> np.ndarray:
     """``offset + channel_multiplier * p + sum(step_k * i_k)`` of an iota-style ``pattern`` [[step, num], ...]:
-    int64 array [partitions, prod(num)]."""
+    int64 array [partitions, prod(num)]. With ``dst_shape`` the pattern's element count must be the destination's
+    free size (checked before any values are made)."""
     try:
-        pairs = [(int(p[0]), int(p[1])) for p in pattern]
+        pairs = [(operator.index(p[0]), operator.index(p[1])) for p in pattern]
     except (TypeError, ValueError, IndexError):
         raise KernelError("err_invalid_access_pattern", f"pattern {pattern!r} of '{api}' is not a list of "
-                          "[step, num] pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
+                          "[step, num] integer pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
     if not 1 <= len(pairs) <= 4 or any(n < 1 for _, n in pairs):
         raise KernelError("err_invalid_access_pattern", f"pattern {pairs} of '{api}' needs 1-4 pairs with num >= 1",
                           "write pattern=[[step, num], ...] (up to 4 pairs)")
+    for arg, v in (("offset", offset), ("channel_multiplier", channel_multiplier)):
+        try:
+            operator.index(v)
+        except TypeError:
+            raise KernelError("err_invalid_arguments", f"{arg}={v!r} of '{api}' must be an integer",
+                              f"pass {arg} as a Python int") from None
+    count = math.prod(n for _, n in pairs)
+    if dst_shape is not None and count != free_size(dst_shape):
+        raise KernelError("err_shape_mismatch", f"{api} pattern {pairs} makes {count} values per partition but dst "
+                          f"{fmt_shape(dst_shape)} holds {free_size(dst_shape)}",
+                          "make the pattern's counts multiply to dst's free size")
     vals = np.zeros([n for _, n in pairs], dtype=np.int64)
     for k, (step, n) in enumerate(pairs):
         shp = [1] * len(pairs)

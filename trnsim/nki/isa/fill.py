@@ -152,11 +152,7 @@ def _iota_06(dst, pattern, offset, channel_multiplier, name):
     ctx = current()
     d = tile_arg(dst, "iota", "dst", ("sbuf",))
     P = d.shape[0]
-    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota")
-    if vals.shape[1] != free_size(d.shape):
-        raise KernelError("err_shape_mismatch", f"iota pattern makes {vals.shape[1]} values per partition but dst "
-                          f"{fmt_shape(d.shape)} holds {free_size(d.shape)}",
-                          "make the pattern's counts multiply to dst's free size")
+    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota", d.shape)
     res = None
     if ctx.numerics:
         res = vals.astype(np.int32).astype(np.float32).reshape(d.shape)
