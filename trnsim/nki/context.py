@@ -131,6 +131,7 @@ class Context:
         self.loops: list[tuple[str, int, int]] = []   # (kind, loop uid, iteration) of enclosing NKI loops
         self.affine_writes: dict[int, dict] = {}       # loop uid -> {(alloc, shape): {iteration: [union, boxes]}}
         self.n_affine = 0
+        self.unrolled_iterations = 0               # nl.*_range iterations run (language.control limit)
         self.sbuf_used = 0
         self.psum_banks_used = 0
         self.live: dict[int, tuple[str, int, int, str, tuple]] = {}
