@@ -60,3 +60,21 @@ def test_missing_choices_names_the_empty_controls():
 
     assert missing_choices([W("dtype", None), W("target", "trn1")]) == "pick a dtype to see the result"
     assert missing_choices([W("dtype", "bf16")]) == ""
+
+
+def test_cached_tight_layout_places_the_axes_the_second_time_too():
+    """The cached layout is applied to a new figure's axes (a legend outside the axes stays inside the figure)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from trnsim.ui.render import cached_tight_layout, panel_figure
+
+    positions = []
+    for _ in range(2):
+        fig = panel_figure((8, 3))
+        ax = fig.add_subplot()
+        ax.plot([0, 1], [0, 1], label="a rather long legend label outside the axes")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        cached_tight_layout(fig, "test_cached_tight_layout")
+        positions.append(ax.get_position().x1)
+    assert positions[0] < 0.8          # tight_layout made room for the legend on the right
+    assert positions[1] == positions[0]

@@ -53,6 +53,12 @@ def cached_tight_layout(fig: Figure, key: Any) -> None:
     if saved is not None and len(saved) == len(gridspecs):
         for gs, params in zip(gridspecs, saved):
             gs.update(**params)
+        # GridSpec.update moves only the axes of a gridspec that knows its figure; a figure made with
+        # fig.add_subplot() does not, so place every axes from its (updated) subplot spec explicitly
+        for ax in fig.axes:
+            spec = ax.get_subplotspec()
+            if spec is not None:
+                ax.set_position(spec.get_position(fig))
         return
     fig.tight_layout()
     _LAYOUTS[full_key] = [{k: getattr(gs.get_subplot_params(fig), k) for k in _PARAMS} for gs in gridspecs]

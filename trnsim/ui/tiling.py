@@ -81,7 +81,9 @@ class TilingPanel:
         fig = panel_figure((9.5, 3.8))
         ax = fig.add_subplot()
         plot_coverage(ax, self.result)
-        cached_tight_layout(fig, type(self).__name__)
+        legend = ax.get_legend()
+        labels = tuple(t.get_text() for t in legend.get_texts()) if legend is not None else ()
+        cached_tight_layout(fig, (type(self).__name__, labels))   # the legend's width depends on its labels
         text = self.summary.split("\n")[0] if self.error else self.summary
         show(self.out, fig, text, error=self.error)
 
