@@ -448,10 +448,12 @@ class _Hooks:
     """Operations of tensors that belong to higher layers (assignment, ``+=``, arithmetic operators).
 
     This module (the bottom layer) never imports them: :mod:`trnsim.nki.language` fills the slots when
-    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``)."""
+    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``);
+    :mod:`trnsim.nki.context` fills ``dialect`` (returns the running kernel's dialect, ``"nki"``, ``"beta1"`` or None)."""
     assign = None
     augmented = None
     ops = None
+    dialect = None
 
 
 HOOKS = _Hooks()
@@ -857,10 +859,7 @@ def _first_range_dim(ranges) -> int:
 
 
 def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
-    from trnsim.nki import context   # tensors sits below context in the layering: look it up at error time
-
-    ctx = context._CURRENT
-    if ctx is not None and ctx.dialect == "beta1":
+    if HOOKS.dialect is not None and HOOKS.dialect() == "beta1":   # context sits above tensors: a hook
         fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
