@@ -15,6 +15,7 @@ from trnsim.catalog import target as _target
 from trnsim.course.check import CheckResult, expect_close, not_answered
 from trnsim.models.journey import evaluate_blocks, journey_traffic, profile_stage, rowwise_traffic, softmax_two_pass
 
+
 # ---------------------------------------------------------------- notebook 05 checkers
 
 def check_traffic(answer_mib: float, size: int = 2048, tiles_in_block_m: int = 4, tiles_in_block_n: int = 2,
@@ -82,6 +83,8 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
     return CheckResult(False, title, f"{p.pct_of_tensor_peak:.1f}% of peak ({p.latency_us:.0f} us), "
                                      f"goal {goal_pct:.0f}%", tuple(hints))
 
+
+# ---------------------------------------------------------------- notebook 06 checker
 
 def _reductions(profile: Any) -> int:
     """Number of Vector Engine reduction instructions (``tensor_reduce``) in a profiled kernel."""
