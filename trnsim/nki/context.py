@@ -39,20 +39,11 @@ import numpy as np
 
 from trnsim.nki import dtypes as dt
 from trnsim.nki.rules import KernelError, fmt_shape, limits_for, short_location, user_location
-from trnsim.nki.tensors import HOOKS as _TENSOR_HOOKS
 from trnsim.nki.tensors import Broadcast, Tensor, View
 from trnsim.nki.trace import (Instruction, Operand, Region, Trace, make_allocation, make_instruction, make_operand,
                               make_region)
 
 _CURRENT: "Context | None" = None
-
-
-def _current_dialect() -> str | None:
-    """The running kernel's dialect (``"nki"`` or ``"beta1"``), None outside a kernel."""
-    return _CURRENT.dialect if _CURRENT is not None else None
-
-
-_TENSOR_HOOKS.dialect = _current_dialect
 
 
 class Placement:
@@ -140,6 +131,7 @@ class Context:
         self.loops: list[tuple[str, int, int]] = []   # (kind, loop uid, iteration) of enclosing NKI loops
         self.affine_writes: dict[int, dict] = {}       # loop uid -> {(alloc, shape): {iteration: [union, boxes]}}
         self.n_affine = 0
+        self.unrolled_iterations = 0               # nl.*_range iterations run (language.control limit)
         self.sbuf_used = 0
         self.psum_banks_used = 0
         self.live: dict[int, tuple[str, int, int, str, tuple]] = {}

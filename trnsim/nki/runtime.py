@@ -98,6 +98,12 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
                               "cast it first, e.g. x.astype(np.float32) (NKI floats: float32, bfloat16, float16, "
                               "float8_e4m3, float8_e5m2)", location="") from None
         if arr.ndim == 0:
+            if isinstance(value, np.ndarray):   # numpy scalars (np.float32(2)) stay compile-time numbers
+                raise KernelError("err_invalid_shape",
+                                  f"kernel input `{name}` is a 0-d array (shape [], value {arr.item()!r}); kernel "
+                                  "tensors have at least one dimension",
+                                  f"pass it as a tensor of shape [1, 1] (np.reshape({name}, (1, 1))), or as a Python "
+                                  f"number ({name}.item()) for a compile-time parameter", location="")
             return value, None
         if arr.size == 0:
             raise KernelError("err_invalid_shape", f"kernel input `{name}` has shape {list(arr.shape)} (no elements)",

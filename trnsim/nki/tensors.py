@@ -13,6 +13,7 @@ raise ``err_tensor_access_out_of_bound`` unless masked off.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,11 @@ class DynSlice:
     __slots__ = ("start", "size", "step")
 
     def __init__(self, start: int, size: int, step: int = 1):
-        self.start, self.size, self.step = int(start), int(size), int(step)
+        try:
+            self.start, self.size, self.step = operator.index(start), operator.index(size), operator.index(step)
+        except TypeError:
+            raise KernelError("err_unsupported_index", f"nl.ds({start!r}, {size!r}, {step!r}): start, size and step "
+                              "must be integers", "pass ints (use // for integer division)") from None
 
 
 # ----------------------------------------------------------------------------------- index exprs
@@ -448,12 +453,10 @@ class _Hooks:
     """Operations of tensors that belong to higher layers (assignment, ``+=``, arithmetic operators).
 
     This module (the bottom layer) never imports them: :mod:`trnsim.nki.language` fills the slots when
-    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``);
-    :mod:`trnsim.nki.context` fills ``dialect`` (returns the running kernel's dialect, ``"nki"``, ``"beta1"`` or None)."""
+    it is imported (``assign``, ``augmented``, and ``ops``, the ``nl`` namespace used by ``a + b``)."""
     assign = None
     augmented = None
     ops = None
-    dialect = None
 
 
 HOOKS = _Hooks()
@@ -713,7 +716,7 @@ class View(NkiTensorMethods):
                               f"reshape of the partial access {self!r}: only whole tensors can be reshaped",
                               "reshape the whole tensor, then index the result")
         try:
-            shape = tuple(int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+            shape = tuple(operator.index(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
         except (TypeError, ValueError):
             raise KernelError("err_unsupported_reshape", f"reshape needs a tuple of ints, got {shape!r}",
                               "pass the new shape as a tuple, e.g. t.reshape((128, 1024))") from None
@@ -859,7 +862,7 @@ def _first_range_dim(ranges) -> int:
 
 
 def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
-    if HOOKS.dialect is not None and HOOKS.dialect() == "beta1":   # context sits above tensors: a hook
+    if DIALECT.beta1:   # the running kernel's dialect (set by the runtime for each launch)
         fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
@@ -951,8 +954,13 @@ def _index(view: View, key) -> View:
                 raise _oob(t, vd, k, k, count if count != t.shape[vd] else t.shape[vd])
             out[vd] = ("i", start + step * k)
         elif isinstance(k, slice):
-            s0, s1, st = k.start, k.stop, k.step
-            st = 1 if st is None else int(st)
+            try:   # integers only: a float bound is not silently truncated
+                s0, s1, st = (None if x is None else operator.index(x) for x in (k.start, k.stop, k.step))
+            except TypeError:
+                raise KernelError("err_unsupported_index", f"slice {k.start!r}:{k.stop!r}:{k.step!r} of "
+                                  f"{fmt_shape(view.shape)} has a bound that is not an integer",
+                                  "write slice bounds as ints (use // for integer division)") from None
+            st = 1 if st is None else st
             if st == 0:
                 raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
             if st > 0:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 import weakref
 
@@ -73,6 +74,9 @@ def check_free_limit(v, api: str, arg: str) -> None:
 def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed=("sbuf", "psum")):
     ctx = current()
     if dst is not None:
+        if not is_tile(dst):
+            raise KernelError("err_expected_tile", f"operand 'dst' of '{api}' must be a tile, got {type(dst).__name__}",
+                              "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
         d = as_view(dst)
         if isinstance(d, Broadcast):
             raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
@@ -117,8 +121,19 @@ def result_of(dst_given, out_tensor, dview):
     return out_tensor
 
 
-def dtype_or(dtype, default: str) -> str:
-    return default if dtype is None else dt.dtype_name(dtype)
+def dtype_arg(dtype, api: str = "", arg: str = "dtype") -> str:
+    """The NKI dtype name of a ``dtype=`` argument; KernelError (err_unsupported_dtype) for anything else."""
+    try:
+        return dt.dtype_name(dtype)
+    except TypeError as exc:
+        where = f" of '{api}'" if api else ""
+        raise KernelError("err_unsupported_dtype", f"{arg}={dtype!r}{where} is not an NKI dtype ({exc})",
+                          "use nl.float32, nl.bfloat16, nl.float16, nl.float8_e4m3, nl.int32, ... (or the matching "
+                          "numpy dtype)") from None
+
+
+def dtype_or(dtype, default: str, api: str = "") -> str:
+    return default if dtype is None else dtype_arg(dtype, api)
 
 
 def scalar_or_vector(x, P: int, api: str, arg: str, reads: list):
@@ -205,7 +220,7 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
                                   "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
                                   "value-returning calls run under import trnsim.neuronxcc.nki")
         if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
-            want, have = dt.dtype_name(out_dtype), as_view(bound["dst"]).tensor.dtype_name
+            want, have = dtype_arg(out_dtype, api), as_view(bound["dst"]).tensor.dtype_name
             if want != have:
                 raise KernelError("err_invalid_arguments",
                                   f"nisa.{api}(dtype={want}) differs from dst's dtype {have}: NKI 0.6 instructions "
@@ -218,17 +233,30 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     return fn
 
 
-def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str) -> np.ndarray:
+def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int, api: str,
+                   dst_shape=None) -> np.ndarray:
     """``offset + channel_multiplier * p + sum(step_k * i_k)`` of an iota-style ``pattern`` [[step, num], ...]:
-    int64 array [partitions, prod(num)]."""
+    int64 array [partitions, prod(num)]. With ``dst_shape`` the pattern's element count must be the destination's
+    free size (checked before any values are made)."""
     try:
-        pairs = [(int(p[0]), int(p[1])) for p in pattern]
+        pairs = [(operator.index(p[0]), operator.index(p[1])) for p in pattern]
     except (TypeError, ValueError, IndexError):
         raise KernelError("err_invalid_access_pattern", f"pattern {pattern!r} of '{api}' is not a list of "
-                          "[step, num] pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
+                          "[step, num] integer pairs", "write pattern=[[step, num], ...] (up to 4 pairs)") from None
     if not 1 <= len(pairs) <= 4 or any(n < 1 for _, n in pairs):
         raise KernelError("err_invalid_access_pattern", f"pattern {pairs} of '{api}' needs 1-4 pairs with num >= 1",
                           "write pattern=[[step, num], ...] (up to 4 pairs)")
+    for arg, v in (("offset", offset), ("channel_multiplier", channel_multiplier)):
+        try:
+            operator.index(v)
+        except TypeError:
+            raise KernelError("err_invalid_arguments", f"{arg}={v!r} of '{api}' must be an integer",
+                              f"pass {arg} as a Python int") from None
+    count = math.prod(n for _, n in pairs)
+    if dst_shape is not None and count != free_size(dst_shape):
+        raise KernelError("err_shape_mismatch", f"{api} pattern {pairs} makes {count} values per partition but dst "
+                          f"{fmt_shape(dst_shape)} holds {free_size(dst_shape)}",
+                          "make the pattern's counts multiply to dst's free size")
     vals = np.zeros([n for _, n in pairs], dtype=np.int64)
     for k, (step, n) in enumerate(pairs):
         shp = [1] * len(pairs)

@@ -10,7 +10,7 @@ from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import Broadcast, View, check_bounds, mask_array
+from trnsim.nki.tensors import Broadcast, Tensor, View, check_bounds, mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
@@ -21,6 +21,11 @@ def _squeezed(shape) -> tuple:
 
 def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
     ctx = current()
+    for v, arg in ((dst, "dst"), (src, "src")):
+        if not isinstance(v, (Tensor, View, Broadcast)):
+            raise KernelError("err_expected_tile", f"operand '{arg}' of '{api}' must be a tensor or tile, got "
+                              f"{type(v).__name__}", "pass an HBM tensor (a kernel input, or nl.ndarray(..., "
+                              "buffer=nl.shared_hbm)) or an SBUF tile")
     d = as_view(dst)
     s = as_view(src)
     if isinstance(s, Broadcast):

@@ -1,8 +1,10 @@
 """Fills: ``memset`` (constant) and ``iota`` (index pattern) into a tile."""
 from __future__ import annotations
 
+import math
 import weakref
 
+import ml_dtypes
 import numpy as np
 
 from trnsim.nki import dtypes as dt
@@ -14,13 +16,60 @@ from trnsim.nki.isa.common import REQUIRED, pattern_values, tile_arg, two_forms
 from trnsim.nki.rules import fmt_shape
 
 
-def _memset_into(dview, value: float, mask=None, eng="vector"):
+def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
+    """``value`` of a fill (memset, nl.full / zeros / ones, ``tile[...] = number``) into a ``dtype_name`` tile of
+    ``shape``, as the float the engine writes. The value must be a number the dtype can hold: an integer tile
+    takes values in its range (the engine's output conversion would saturate), a float tile finite values below
+    its largest finite value (they would become inf; +-inf and nan themselves are accepted), an MX x4-packed tile
+    only 0 (NKI 0.6 ``nisa.memset``)."""
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise KernelError("err_memset_value_type",
+                          f"{api} value {value!r} ({type(value).__name__}) for tile {fmt_shape(shape)} {dtype_name} "
+                          "is not a number", "pass a compile-time Python int or float, e.g. value=0.0")
+    try:
+        v = float(value)
+    except OverflowError:          # a Python int beyond float range
+        v = math.copysign(math.inf, value)
+    where = f"{api} value {value!r} does not fit tile {fmt_shape(shape)} {dtype_name}"
+    if dt.is_packed(dtype_name):
+        if v != 0.0:
+            raise KernelError("err_unsupported_dtype",
+                              f"{where}: an MX x4-packed tile can only be filled with 0",
+                              "fill it with value=0; make packed data with nisa.quantize_mx or pack it on the host")
+        return v
+    if not dt.is_float(dtype_name):
+        if dtype_name == "bool":
+            lo, hi = 0, 1
+        else:
+            info = np.iinfo(dt.storage_dtype(dtype_name))
+            lo, hi = int(info.min), int(info.max)
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise KernelError("err_memset_value_out_of_range",
+                              f"{where}: {dtype_name} holds {lo}..{hi} (the engine would store a saturated value)",
+                              f"use a value in [{lo}, {hi}], or a wider dtype for the tile (e.g. nl.int32 or "
+                              "nl.float32)")
+        return v
+    if math.isfinite(v):
+        big = float(ml_dtypes.finfo(dt.storage_dtype(dtype_name)).max)
+        with np.errstate(over="ignore", invalid="ignore"):
+            stored = dt.cast(np.array([v], dtype=np.float64).astype(np.float32), dtype_name)
+        if abs(v) > float(np.finfo(np.float32).max) or not np.isfinite(stored.astype(np.float32)).all():
+            raise KernelError("err_memset_value_out_of_range",
+                              f"{where}: the largest finite {dtype_name} is {big:g}, so it would be stored as "
+                              f"{'-' if v < 0 else ''}inf",
+                              f"use a value within +-{big:g}, or pass {'-' if v < 0 else ''}np.inf explicitly if an "
+                              "infinite fill is meant")
+    return v
+
+
+def _memset_into(dview, value, mask=None, eng="vector"):
     ctx = current()
     d = as_view(dview)
     if d.tensor.buffer == "hbm":
         raise KernelError("err_hbm_tensor_with_init_value_not_supported",
                           "HBM tensors cannot be filled by compute engines",
                           "fill an SBUF tile and nl.store it")
+    value = fill_value(value, d.tensor.dtype_name, d.shape)
     d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
     ctx.last_mask = None
     if ctx.numerics:
@@ -48,11 +97,11 @@ def _memset_beta1(*args, value=None, dtype=None, mask=None, engine=None, **kw):
         dtype = pos.pop(0)
     eng = "gpsimd" if engine == "gpsimd" else "vector"
     if dst is not None:
-        _memset_into(dst, float(value), mask, eng)
+        _memset_into(dst, value, mask, eng)
         return dst
     ctx = current()
     t = ctx.new_tensor(shape, dt.dtype_name(dtype), "sbuf", api="memset")
-    _memset_into(t.full_view(), float(value), mask, eng)
+    _memset_into(t.full_view(), value, mask, eng)
     ctx.last_out = weakref.ref(t)
     ctx.last_out_index = len(ctx.instructions) - 1
     ctx.last_vals = None
@@ -84,12 +133,16 @@ def _iota_beta1(expr, dtype=None, *, mask=None, dst=None, **kw):
 
 def _memset_06(dst, value, engine, name):
     """Fill ``dst`` with ``value``; the value's type must match dst's dtype (an int for integer tiles, NKI 0.3+)."""
+    if not is_tile(dst):
+        raise KernelError("err_expected_tile", f"operand 'dst' of 'memset' must be a tile, got {type(dst).__name__}",
+                          "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
     d = as_view(dst)
     if not dt.is_float(d.tensor.dtype_name) and isinstance(value, float) and not isinstance(value, bool):
+        example = int(value) if math.isfinite(value) else 0
         raise KernelError("err_memset_value_type",
-                          f"memset value {value!r} is a float but dst is {d.tensor.dtype_name}",
-                          f"pass an integer literal, e.g. value={int(value)}")
-    _memset_into(dst, float(value), None, "gpsimd" if engine == "gpsimd" else "vector")
+                          f"memset value {value!r} is a float but dst {fmt_shape(d.shape)} is {d.tensor.dtype_name}",
+                          f"pass an integer literal, e.g. value={example}")
+    _memset_into(dst, value, None, "gpsimd" if engine == "gpsimd" else "vector")
     return dst
 
 
@@ -99,11 +152,7 @@ def _iota_06(dst, pattern, offset, channel_multiplier, name):
     ctx = current()
     d = tile_arg(dst, "iota", "dst", ("sbuf",))
     P = d.shape[0]
-    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota")
-    if vals.shape[1] != free_size(d.shape):
-        raise KernelError("err_shape_mismatch", f"iota pattern makes {vals.shape[1]} values per partition but dst "
-                          f"{fmt_shape(d.shape)} holds {free_size(d.shape)}",
-                          "make the pattern's counts multiply to dst's free size")
+    vals = pattern_values(pattern, offset, channel_multiplier, P, "iota", d.shape)
     res = None
     if ctx.numerics:
         res = vals.astype(np.int32).astype(np.float32).reshape(d.shape)

@@ -2,6 +2,8 @@
 ``bn_stats`` / ``bn_aggr`` (Vector Engine)."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
@@ -21,8 +23,16 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
     name = name_override or op_name(op, "reduce")
     v = tile_arg(data, api, "data")
     nd = len(v.shape)
-    axes = axis if isinstance(axis, (list, tuple)) else [axis]
-    axes = sorted({int(a) + nd if int(a) < 0 else int(a) for a in axes})
+    try:
+        axes = [operator.index(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
+    except TypeError:
+        raise KernelError("err_invalid_axis", f"axis={axis!r} of '{api}' is not an integer or a list of integers "
+                          f"(tile {fmt_shape(v.shape)})", f"pass free axes as ints, e.g. axis=1 or axis=[1, 2]") \
+            from None
+    if not axes:
+        raise KernelError("err_invalid_axis", f"axis={axis!r} of '{api}' names no axis (tile {fmt_shape(v.shape)})",
+                          "pass the free axes to reduce, e.g. axis=1")
+    axes = sorted({a + nd if a < 0 else a for a in axes})
     if 0 in axes:
         raise KernelError("err_reduce_partition_axis",
                           f"reduction over the partition axis (axis 0) of {fmt_shape(v.shape)} in '{api}': reductions "

@@ -41,11 +41,10 @@ def _affine_select_06(dst, pattern, channel_multiplier, on_true_tile, on_false_v
         raise KernelError("err_shape_mismatch", f"on_true_tile {fmt_shape(v.shape)} and dst {fmt_shape(d.shape)} of "
                           "'affine_select' differ", "use tiles of the same shape")
     P = d.shape[0]
-    vals = pattern_values(pattern, offset, channel_multiplier, P, "affine_select")
-    if vals.shape[1] != free_size(d.shape):
-        raise KernelError("err_shape_mismatch", f"affine_select pattern makes {vals.shape[1]} values per partition "
-                          f"but dst {fmt_shape(d.shape)} holds {free_size(d.shape)}",
-                          "make the pattern's counts multiply to dst's free size")
+    if not isinstance(on_false_value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise KernelError("err_operand_type", f"on_false_value {on_false_value!r} of 'affine_select' "
+                          f"({type(on_false_value).__name__}) is not a number", "pass a Python float, e.g. -1e9")
+    vals = pattern_values(pattern, offset, channel_multiplier, P, "affine_select", d.shape)
     cmp = op_name(cmp_op)
     res = None
     if ctx.numerics:

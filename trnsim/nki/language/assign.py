@@ -63,7 +63,7 @@ def assign(dst: View, value) -> None:
         copy(value, _dst=dst)
         return
     if isinstance(value, (int, float, np.integer, np.floating, bool)):
-        _memset_into(dst, float(value))
+        _memset_into(dst, value)
         return
     raise KernelError("err_unsupported_assignment", f"cannot assign {type(value).__name__} to a tile",
                       "assign a tile, an NKI op result, or a Python number")

@@ -219,7 +219,7 @@ def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
         else:
             raise KernelError("err_operand_type", f"nl.where: '{nm}' is {type(a).__name__}",
                               "pass a tile or a Python number")
-    odt = _dt.dtype_name(dtype) if dtype is not None else next(
+    odt = _common.dtype_arg(dtype, "where") if dtype is not None else next(
         (v.tensor.dtype_name for v in xs if not isinstance(v, float)), "float32")
     dview, out_t = _common.out_tile(shape, odt, "sbuf", "where")
     res = None

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 
+import operator
+
 from trnsim.nki.context import current
 from trnsim.nki.rules import KernelError
+
+# Simulator limit, not a hardware limit: affine_range / sequential_range / static_range loops are unrolled as the
+# kernel runs (one Python iteration per trip, each of its instructions traced), so a kernel may unroll at most this
+# many loop iterations in total (all loops, nested trips counted, all program instances). The tracer runs some tens
+# of thousands of instructions per second, so this is tens of seconds of tracing, and ~15x the largest kernel the
+# course traces (the 8192^3 tiled matmul, ~65k iterations); beyond it a typo such as nl.affine_range(10**9) would
+# effectively hang the simulator.
+MAX_UNROLLED_ITERATIONS = 1_000_000
 
 
 # ----------------------------------------------------------------------------- SPMD / loops
@@ -73,14 +83,34 @@ def _range(kind: str, args) -> range:
     vals = []
     for a in (start, stop, step):
         try:
-            vals.append(int(a))
-        except (TypeError, ValueError):
-            raise KernelError("err_invalid_range", f"nl.{kind} bounds must be compile-time integers, got {a!r}",
-                              f"write nl.{kind}(start, stop, step) with Python ints") from None
+            vals.append(operator.index(a))   # ints only: a float bound (e.g. n / 128) is not silently truncated
+        except TypeError:
+            raise KernelError("err_invalid_range", f"nl.{kind} bounds must be compile-time integers, got {a!r} "
+                              f"({type(a).__name__})",
+                              f"write nl.{kind}(start, stop, step) with Python ints (use // for integer division)"
+                              ) from None
     if vals[2] == 0:
         raise KernelError("err_invalid_range", f"nl.{kind}({', '.join(map(str, vals))}) has step 0",
                           "use a non-zero step (NKI loops count up with a positive step)")
-    return range(*vals)
+    r = range(*vals)
+    if len(r) > MAX_UNROLLED_ITERATIONS:
+        raise KernelError("err_loop_trip_count_exceeds_simulator_limit",
+                          f"nl.{kind}({', '.join(map(str, vals))}) has {len(r):,} iterations; the simulator unrolls "
+                          f"loops and traces at most {MAX_UNROLLED_ITERATIONS:,} loop iterations per kernel "
+                          "(a simulator limit, not a hardware one)",
+                          "check the loop bound (tile counts are usually size // tile_size), or simulate a smaller "
+                          "problem")
+    return r
+
+
+def _count_iteration(ctx, kind: str) -> None:
+    n = ctx.unrolled_iterations = ctx.unrolled_iterations + 1
+    if n > MAX_UNROLLED_ITERATIONS:
+        raise KernelError("err_loop_trip_count_exceeds_simulator_limit",
+                          f"the kernel's loops (nl.{kind} and the loops around it) ran more than "
+                          f"{MAX_UNROLLED_ITERATIONS:,} iterations in total; the simulator unrolls loops and traces at "
+                          "most that many per kernel (a simulator limit, not a hardware one)",
+                          "check the loop bounds (nested trip counts multiply), or simulate a smaller problem")
 
 
 def _loop(kind: str, args, directives=None):
@@ -93,6 +123,7 @@ def _loop(kind: str, args, directives=None):
         if block is not None:
             block.__enter__()
         for i in r:
+            _count_iteration(ctx, kind)
             ctx.push_scope(kind, uid, i)
             try:
                 yield i

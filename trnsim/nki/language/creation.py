@@ -1,6 +1,8 @@
 """Tensor creation: ``ndarray``, ``zeros``, ``ones``, ``full`` and the ``*_like`` forms."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
@@ -18,7 +20,8 @@ def _shape_pdim(shape) -> tuple[tuple[int, ...], int]:
         shape = (int(shape),)
     shape = tuple(shape)
     pd = [k for k, s in enumerate(shape) if isinstance(s, ParDim)]
-    return tuple(int(s) for s in shape), (pd[0] if pd else 0)
+    # operator.index: integers only (a float size such as n / 2 raises TypeError rather than being truncated)
+    return tuple(operator.index(s) for s in shape), (pd[0] if pd else 0)
 
 
 def _buf(buffer) -> tuple[str, str]:
@@ -118,7 +121,7 @@ def _alloc_args(shape, dtype, buffer):
         shape, pd = _shape_pdim(shape)
     except (TypeError, ValueError):
         raise KernelError("err_invalid_shape", f"tensor shape {shape!r} is not a tuple of integers",
-                          "pass the shape as a tuple of ints, e.g. (128, 512)") from None
+                          "pass the shape as a tuple of ints, e.g. (128, 512) (use // for integer division)") from None
     if not shape or any(s < 1 for s in shape):
         raise KernelError("err_invalid_shape", f"tensor shape {fmt_shape(shape) if shape else '[]'} has a size below 1",
                           "every dimension must be >= 1")
@@ -172,6 +175,8 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
         if kind == "shared":
             ctx.shared.append(t)
         return t
+    if fill != "uninit":
+        fill = _fill.fill_value(fill, dname, shape, api)
     copies = None
     if isinstance(buffer, Placement):
         copies = 1
@@ -196,7 +201,7 @@ def ones(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
 
 
 def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
-    return _alloc(shape, dtype, buffer, name, float(fill_value), "full")
+    return _alloc(shape, dtype, buffer, name, fill_value, "full")
 
 
 def zeros_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:

@@ -193,8 +193,8 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kwa
     if float(epsilon) < 0:
         raise KernelError("err_invalid_arguments", f"rms_norm epsilon={epsilon} must be >= 0",
                           "use a small positive epsilon such as 1e-6")
-    cdt = _dt.dtype_name(compute_dtype) if compute_dtype is not None else "float32"
-    odt = _dt.dtype_name(dtype) if dtype is not None else xv.tensor.dtype_name
+    cdt = _common.dtype_arg(compute_dtype, "rms_norm", "compute_dtype") if compute_dtype is not None else "float32"
+    odt = _common.dtype_arg(dtype, "rms_norm") if dtype is not None else xv.tensor.dtype_name
     sq = _act._activation("square", xv, dtype=cdt, api="rms_norm")
     ss = _red._reduce("add", sq, axis, dtype=cdt, keepdims=True, api="rms_norm", strict=False)
     ms = _ew._ts(ss, "multiply", 1.0 / float(n), op1="add", operand1=float(epsilon), dtype=cdt, api="rms_norm")

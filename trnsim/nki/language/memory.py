@@ -5,7 +5,6 @@ import builtins
 from weakref import ref as _weakref
 
 
-from trnsim.nki import dtypes as _dt
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa import common as _common, dma as _dmam  # noqa: F401
 from trnsim.nki.rules import KernelError
@@ -20,6 +19,11 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
     ctx = current()
     s = as_view(src)
+    if not isinstance(s, (View, Broadcast)):
+        raise KernelError("err_expected_tile",
+                          f"operand 'src' of 'load' must be an HBM tensor, got {type(src).__name__} ({src!r:.60})",
+                          "pass a kernel input (or a slice of one, x[0:128, 0:512]) or an nl.ndarray(..., "
+                          "buffer=nl.shared_hbm)")
     if not isinstance(s, (View,)) or s.tensor.buffer != "hbm":
         buf = s.tensor.buffer if hasattr(s, "tensor") else type(src).__name__
         raise KernelError("err_unsupported_memory",
@@ -30,7 +34,7 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     if len(shape) < 2:
         shape = shape + (1,) if shape else (1, 1)
     st = s.tensor
-    dname = _dt.dtype_name(dtype) if dtype is not None else st.dtype_name
+    dname = _common.dtype_arg(dtype, "load") if dtype is not None else st.dtype_name
     t = ctx.new_tensor(shape, dname, "sbuf", api="load", temp=True)
     if mask is None and not ctx.numerics and dname == st.dtype_name and len(s.shape) >= 2:
         # timing-only, unmasked, uncast load: the same checks and record as _dmam._dma(t.full_view(), s, None,
@@ -65,7 +69,7 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
         raise KernelError("err_unsupported_memory", "load_transpose2d reads a 2-D HBM access",
                           "pass in_tensor[rows, cols] from HBM")
     F, P = s.shape
-    dname = _dt.dtype_name(dtype) if dtype is not None else s.tensor.dtype_name
+    dname = _common.dtype_arg(dtype, "load_transpose2d") if dtype is not None else s.tensor.dtype_name
     t = ctx.new_tensor((P, F), dname, "sbuf", api="load_transpose2d")
     _check_bounds(s, None)
     ctx.last_mask = None
