@@ -24,16 +24,16 @@ GOAL_MS = 100.0
 
 def _cases() -> list[tuple[str, Callable[[], Any], Callable[[Any], Any], tuple[Any, Any]]]:
     """(panel name, factory, control getter, two values to flip between)."""
-    from trnsim.ui.deploy import MapPanel, PlannerPanel
-    from trnsim.ui.engines import EnginePanel
-    from trnsim.ui.fusion import FusionPanel
-    from trnsim.ui.instances import InstancePanel
-    from trnsim.ui.intro import ChipExplorer
-    from trnsim.ui.journey import BlockPanel
-    from trnsim.ui.matmul import RooflinePanel, SystolicPanel
-    from trnsim.ui.memory import MemoryPanel
-    from trnsim.ui.numerics import AccumulationPanel, BitsPanel
-    from trnsim.ui.tiling import TilingPanel
+    from trnsim.course.ui.deploy import MapPanel, PlannerPanel
+    from trnsim.course.ui.engines import EnginePanel
+    from trnsim.course.ui.fusion import FusionPanel
+    from trnsim.course.ui.instances import InstancePanel
+    from trnsim.course.ui.intro import ChipExplorer
+    from trnsim.course.ui.journey import BlockPanel
+    from trnsim.course.ui.matmul import RooflinePanel, SystolicPanel
+    from trnsim.course.ui.memory import MemoryPanel
+    from trnsim.course.ui.numerics import AccumulationPanel, BitsPanel
+    from trnsim.course.ui.tiling import TilingPanel
 
     return [
         ("ChipExplorer (00)", ChipExplorer, lambda p: p.chip, ("trainium2", "trainium")),

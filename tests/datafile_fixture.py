@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-import trnsim.datafiles as datafiles
+import trnsim.catalog.datafiles as datafiles
 
 
 def clear_trnsim_caches() -> None:

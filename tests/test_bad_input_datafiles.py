@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from trnsim import dataschema
-from trnsim.datafiles import CatalogError, DataFileError, data_dir, load_json
+from trnsim.catalog import dataschema
+from trnsim.catalog.datafiles import CatalogError, DataFileError, data_dir, load_json
 
 from datafile_fixture import tmp_data  # noqa: F401  (fixture)
 
@@ -116,7 +116,7 @@ def test_corrupted_number_is_refused_with_file_and_field(name, kind):
 
 @pytest.mark.parametrize("name", FILES)
 def test_refused_through_the_real_loader(name, tmp_data):  # noqa: F811
-    """One corruption per kind per file goes through trnsim.datafiles.load_json itself (NaN as JSON NaN)."""
+    """One corruption per kind per file goes through trnsim.catalog.datafiles.load_json itself (NaN as JSON NaN)."""
     doc, leaves, _ = _selected(name)
     rng = random.Random(name)
     for kind in KINDS:

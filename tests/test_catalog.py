@@ -10,7 +10,7 @@ import pytest
 
 import trnsim
 from trnsim.catalog import FrozenMap, parse_catalog
-from trnsim.datafiles import CatalogError, data_dir, load_json
+from trnsim.catalog.datafiles import CatalogError, data_dir, load_json
 
 DOC = load_json("hardware.json")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from trnsim.check import combine, expect_close, expect_equal, not_answered
+from trnsim.course.check import combine, expect_close, expect_equal, not_answered
 
 
 def test_close_scalar_pass_and_fail_with_factor_hints():
@@ -47,7 +47,7 @@ def test_non_numbers_and_combine():
 
 
 def test_accepts_stubs_decorator_and_course_checkers():
-    from trnsim.check import accepts_stubs, CheckResult
+    from trnsim.course.check import accepts_stubs, CheckResult
 
     @accepts_stubs
     def check_sum(a, b=1):
@@ -57,9 +57,9 @@ def test_accepts_stubs_decorator_and_course_checkers():
     assert check_sum(2)
     r = check_sum(...)
     assert isinstance(r, CheckResult) and not r and "not answered yet" in str(r) and "Sum of two numbers" in str(r)
-    from trnsim.deploy.exercises import check_rtt_floor_ms
-    from trnsim.serving.exercises import check_decode_floor_ms, check_kv_bytes_per_token
-    from trnsim.training.exercises import check_days, check_model_state_gib
+    from trnsim.course.exercises.deploy import check_rtt_floor_ms
+    from trnsim.course.exercises.serving import check_decode_floor_ms, check_kv_bytes_per_token
+    from trnsim.course.exercises.training import check_days, check_model_state_gib
 
     for result in (check_rtt_floor_ms(...), check_kv_bytes_per_token(...), check_decode_floor_ms(...),
                    check_model_state_gib(...), check_days(..., 6e9, 1e12, 64, 190.0)):

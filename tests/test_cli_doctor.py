@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 
-from trnsim import doctor
-from trnsim.cli import main
+from trnsim.course import doctor
+from trnsim.course.cli import main
 
 
 def test_doctor_runs_as_a_module_in_this_environment():
@@ -75,11 +75,11 @@ def test_version_drift_against_pins(tmp_path):
 
 
 def test_broken_data_file_is_named(monkeypatch, tmp_path):
-    import trnsim.datafiles
+    import trnsim.catalog.datafiles
 
     (tmp_path / "good.json").write_text('{"sources": {}}')
     (tmp_path / "bad.json").write_text("{not json")
-    monkeypatch.setattr(trnsim.datafiles, "data_dir", lambda: tmp_path)
+    monkeypatch.setattr(trnsim.catalog.datafiles, "data_dir", lambda: tmp_path)
     [item] = doctor.check_data_files()
     assert not item.ok and "bad.json" in item.detail and "good.json" not in item.detail
 

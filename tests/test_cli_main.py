@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from trnsim.cli import build_parser
+from trnsim.course.cli import build_parser
 
 
 def test_help_lists_the_commands():
@@ -23,7 +23,7 @@ def test_unknown_command_is_an_error():
 
 
 def test_nbgrader_commands_report_an_empty_folder(tmp_path, capsys):
-    from trnsim.cli import main
+    from trnsim.course.cli import main
 
     assert main(["nbgrader-course", str(tmp_path / "course"), "--notebooks", str(tmp_path)]) == 2
     assert "no notebooks" in capsys.readouterr().err

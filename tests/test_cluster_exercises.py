@@ -1,7 +1,7 @@
 """Exercise checkers give a pass for the right answer and a specific hint for each usual slip."""
 import pytest
 
-from trnsim.cluster.exercises import RING_EXERCISE, RingExercise, check_busbw, check_ring_allreduce_time
+from trnsim.course.exercises.cluster import RING_EXERCISE, RingExercise, check_busbw, check_ring_allreduce_time
 
 
 def _parts(ex: RingExercise):

@@ -8,10 +8,10 @@ import matplotlib.pyplot as plt
 import pytest
 
 import trnsim
-from trnsim import compare
-from trnsim.exercises import foundations as ex
-from trnsim.ui.instances import InstancePanel
-from trnsim.viz import chips as vc
+from trnsim.models import compare
+from trnsim.course.exercises import foundations as ex
+from trnsim.course.ui.instances import InstancePanel
+from trnsim.course.viz import chips as vc
 
 
 def test_metric_rows_compute_from_catalog():
@@ -108,7 +108,7 @@ def test_panel_output_is_widget_state_with_figure_and_text():
 
 
 def test_chip_explorer():
-    from trnsim.ui.intro import ChipExplorer
+    from trnsim.course.ui.intro import ChipExplorer
 
     e = ChipExplorer()
     e.chip.value = "trainium3"

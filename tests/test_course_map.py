@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trnsim.course import NOTEBOOKS, course_map_markdown, notebook_filename
+from trnsim.course.course_map import NOTEBOOKS, course_map_markdown, notebook_filename
 
 REPO = Path(__file__).resolve().parents[1]
 

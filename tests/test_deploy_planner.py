@@ -90,7 +90,7 @@ def test_bad_request():
 
 
 def test_figures_draw(default_plan):
-    from trnsim.viz.deploy import great_circle_path, plan_bars, region_map, rtt_bars
+    from trnsim.course.viz.deploy import great_circle_path, plan_bars, region_map, rtt_bars
 
     fig, axes = plt.subplots(1, 3)
     region_map(axes[0])

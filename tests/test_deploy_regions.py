@@ -1,7 +1,7 @@
 """Regions catalog: what the sources show, scenario toggle, prices and price factors."""
 import pytest
 
-from trnsim.datafiles import load_json
+from trnsim.catalog.datafiles import load_json
 from trnsim.deploy import DeployError, neuron_capacity_table, offering, price, price_factor, region, regions
 from trnsim.deploy.catalog import listed_price
 

@@ -67,7 +67,7 @@ def test_bad_inputs_name_the_choices():
 
 
 def test_exercise_checkers():
-    from trnsim.deploy.exercises import check_monthly_cost_usd, check_rtt_floor_ms, check_transfer_rules
+    from trnsim.course.exercises.deploy import check_monthly_cost_usd, check_rtt_floor_ms, check_transfer_rules
 
     assert check_rtt_floor_ms(3.16)
     wrong = check_rtt_floor_ms(1.58)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from trnsim import cluster, deploy, serving, training
 from trnsim.cluster import AlgorithmError, TopologyError
-from trnsim.datafiles import CatalogError
+from trnsim.catalog.datafiles import CatalogError
 from trnsim.deploy import DeployError
 from trnsim.serving import ServingError
 from trnsim.training import PlanError

@@ -8,11 +8,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from trnsim.check import CheckResult, ExerciseNotPassed, accepts_stubs, expect_close, require
-from trnsim.cli import main
-from trnsim.grading.cells import BEGIN_SOLUTION, END_SOLUTION, GradingError, convert_exercise
-from trnsim.grading.course import CONFIG_NAME, write_course
-from trnsim.grading.notebook import (is_solution_tagged, is_test_cell, nbgrader_meta, notebooks_in, sync_notebook,
+from trnsim.course.check import CheckResult, ExerciseNotPassed, accepts_stubs, expect_close, require
+from trnsim.course.cli import main
+from trnsim.course.grading.cells import BEGIN_SOLUTION, END_SOLUTION, GradingError, convert_exercise
+from trnsim.course.grading.course import CONFIG_NAME, write_course
+from trnsim.course.grading.notebook import (is_solution_tagged, is_test_cell, nbgrader_meta, notebooks_in, sync_notebook,
                                      sync_notebooks)
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -259,7 +259,7 @@ def test_the_course_notebooks_are_nbgrader_assignments(tmp_path):
 
 def test_a_blank_busbw_answer_is_not_answered_yet():
     """Found by the nbgrader blank-submission test: the busbw checker said "got Ellipsis" with no hint."""
-    from trnsim.cluster.exercises import check_busbw
+    from trnsim.course.exercises.cluster import check_busbw
 
     result = check_busbw(..., 1000.0, 100_000_000, 8)
     assert not result.passed and result.message == "not answered yet" and "bus factor" in str(result)

@@ -7,7 +7,7 @@ import pytest
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
-from trnsim.exercises.kernels_intro import CASES, check_grid, check_relu_kernel, relu_reference, run_case
+from trnsim.course.exercises.kernels_intro import CASES, check_grid, check_relu_kernel, relu_reference, run_case
 
 
 def _relu(clip=True, moving=True, compute=True, store=True, offset=0, whole=False, ret=True, round_down=False,

@@ -6,13 +6,14 @@ import numpy as np
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
-from trnsim.exercises import kernels_perf as kp
+from trnsim.course.exercises import kernels_perf as kp
+from trnsim.models.journey import softmax_two_pass
 from trnsim.kernels import reference, softmax
 
 
 def test_two_pass_softmax_is_correct():
     x = np.random.default_rng(1).standard_normal((256, 384)).astype(np.float32)
-    np.testing.assert_allclose(nki.simulate(kp.softmax_two_pass)(x), reference.softmax(x), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(nki.simulate(softmax_two_pass)(x), reference.softmax(x), rtol=1e-5, atol=1e-7)
 
 
 def test_fused_reference_passes():
@@ -21,7 +22,7 @@ def test_fused_reference_passes():
 
 
 def test_two_pass_fails_on_traffic_and_reduction():
-    res = kp.check_fused_softmax(kp.softmax_two_pass)
+    res = kp.check_fused_softmax(softmax_two_pass)
     assert not res and "not fused" in res.message
     assert any("keep exp(x - max) in SBUF" in h for h in res.hints)
     assert any("reduce_op=nl.add" in h for h in res.hints)

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from trnsim.lite import (GUARD_TAG, INSTALL_TIMEOUT_S, LiteBuildError, guard_source, has_guard, lite_copy,
+from trnsim.course.lite import (GUARD_TAG, INSTALL_TIMEOUT_S, LiteBuildError, guard_source, has_guard, lite_copy,
                          runtime_packages, write_joined)
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -78,7 +78,7 @@ def test_runtime_packages_pin_the_widgets_pair_of_this_environment():
 @pytest.mark.skipif(not HAVE_LITE, reason="jupyterlite-core and jupyterlite-pyodide-kernel are not installed "
                                           "(pip install jupyterlite-core==0.8.6 jupyterlite-pyodide-kernel==0.8.6)")
 def test_build_site_holds_every_notebook_and_the_wheel(tmp_path, capsys):
-    from trnsim.cli import main
+    from trnsim.course.cli import main
 
     import shutil
 
@@ -111,7 +111,7 @@ def test_build_site_holds_every_notebook_and_the_wheel(tmp_path, capsys):
 
 
 def test_build_site_explains_a_missing_wheel(tmp_path):
-    from trnsim.lite import build_site
+    from trnsim.course.lite import build_site
 
     if not HAVE_LITE:
         with pytest.raises(LiteBuildError, match="pip install jupyterlite-core"):

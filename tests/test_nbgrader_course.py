@@ -24,9 +24,9 @@ import pytest
 pytest.importorskip("nbgrader", reason="nbgrader is not installed: pip install -e '.[grade]' to run the "
                                        "nbgrader autograding test of every notebook")
 
-from trnsim.cli import main  # noqa: E402
-from trnsim.grading.cells import BEGIN_SOLUTION, END_SOLUTION  # noqa: E402
-from trnsim.grading.notebook import autograded_points, is_test_cell, nbgrader_meta, notebooks_in  # noqa: E402
+from trnsim.course.cli import main  # noqa: E402
+from trnsim.course.grading.cells import BEGIN_SOLUTION, END_SOLUTION  # noqa: E402
+from trnsim.course.grading.notebook import autograded_points, is_test_cell, nbgrader_meta, notebooks_in  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 STUDENTS = ("solved", "blank")

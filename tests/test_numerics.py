@@ -1,4 +1,4 @@
-"""trnsim.numerics: format facts, bit decoding, rounding (nearest and stochastic), sums, speed rows;
+"""trnsim.models.numerics: format facts, bit decoding, rounding (nearest and stochastic), sums, speed rows;
 and notebook 07's checkers."""
 import math
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnsim.exercises.numerics import (check_bf16_facts, check_largest_exact_integer, check_stall_point, check_ulp,
+from trnsim.course.exercises.numerics import (check_bf16_facts, check_largest_exact_integer, check_stall_point, check_ulp,
                                        largest_exact_integer, sum_of_ones_stalls_at)
-from trnsim.numerics import (FORMATS, accumulate, decode, decode_bits, error_sweep, float_format, format_table,
+from trnsim.models.numerics import (FORMATS, accumulate, decode, decode_bits, error_sweep, float_format, format_table,
                              matmul_accuracy, neighbours, relative_error, representable, round_nearest, round_stochastic,
                              round_to, stochastic_up_probability, summation_error_bound, tensor_speed, ulp)
 

@@ -143,7 +143,7 @@ def test_all_gather_prices_the_gathered_size():
 
 def test_single_core_profile_unchanged_has_no_collective_row():
     from trnsim.perf import profile
-    from trnsim.viz.timeline import timeline_rows
+    from trnsim.course.viz.timeline import timeline_rows
 
     @nki.jit
     def k(a):
@@ -173,7 +173,7 @@ def test_timeline_figure_has_a_collective_row():
     import matplotlib.pyplot as plt
 
     from trnsim.perf import instruction_cost_ns
-    from trnsim.viz.timeline import plot_profile, timeline_rows
+    from trnsim.course.viz.timeline import plot_profile, timeline_rows
 
     p = profile_trace(_traces(4, (128, 512))[0])
     rows = timeline_rows(p)
@@ -197,7 +197,7 @@ def test_compare_chart_stacks_the_collective_part():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.compare import plot_compare
+    from trnsim.course.viz.compare import plot_compare
 
     p = profile_trace(_traces(4, (128, 512))[0])
     ax = plot_compare([p])

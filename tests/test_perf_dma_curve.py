@@ -8,7 +8,7 @@ engine count (catalog); the curve is never read by the model.
 import pytest
 
 import trnsim
-from trnsim.datafiles import load_json
+from trnsim.catalog.datafiles import load_json
 from trnsim.nki.trace import Instruction, Operand, Region
 from trnsim.perf.dma import dma_params, stream_throughput_fraction
 from trnsim.perf.schedule import schedule_instructions
@@ -89,9 +89,9 @@ def test_published_curve_is_scaled_to_the_core_peak_and_drawn_beside_the_model()
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.matmul_math import dma_load_cost
+    from trnsim.models.matmul_math import dma_load_cost
     from trnsim.perf.dma import published_curve
-    from trnsim.viz.hierarchy import plot_dma_curve
+    from trnsim.course.viz.hierarchy import plot_dma_curve
 
     params = dma_params(T1.core, T1.chip)
     pts = published_curve(params)

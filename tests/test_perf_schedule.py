@@ -4,7 +4,8 @@ import pytest
 
 import trnsim
 from trnsim.perf import build as B
-from trnsim.perf.cost import CostModelError, dependent_overhead_ns, instruction_cost_ns
+from trnsim.perf import CostModelError
+from trnsim.perf.cost import dependent_overhead_ns, instruction_cost_ns
 from trnsim.perf.dma import dma_params, dma_plan
 from trnsim.perf.schedule import schedule_instructions
 

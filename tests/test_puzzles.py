@@ -12,8 +12,8 @@ import trnsim.nki.collectives as ncc
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
 from trnsim.catalog import target
-from trnsim.exercises import puzzles as pz
-from trnsim.exercises.puzzle_solutions import SOLUTIONS
+from trnsim.course.exercises import puzzles as pz
+from trnsim.course.exercises.puzzle_solutions import SOLUTIONS
 
 # ------------------------------------------------------------------------------ typical wrong answers
 
@@ -335,7 +335,7 @@ def test_leaderboard_figure_draws_solved_bars_and_every_budget():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.puzzles import plot_leaderboard
+    from trnsim.course.viz.puzzles import plot_leaderboard
 
     rows = pz.leaderboard({"broadcast_add": SOLUTIONS["broadcast_add"], "rmsnorm": SOLUTIONS["rmsnorm"]})
     fig, ax = plt.subplots()

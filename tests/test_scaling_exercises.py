@@ -2,7 +2,7 @@
 import pytest
 
 import trnsim.training as tr
-from trnsim.exercises import scaling as x
+from trnsim.course.exercises import scaling as x
 from trnsim.serving.estimate import kv_bytes_per_token, matmul_params
 from trnsim.serving.hardware import serving_hardware
 from trnsim.serving.decode_math import stream_bytes_per_s

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from trnsim.serving import decode_math as dm  # noqa: E402
 from trnsim.training import pipeline as pl, scaling as sc  # noqa: E402
-from trnsim.viz import scaling as vsc  # noqa: E402
+from trnsim.course.viz import scaling as vsc  # noqa: E402
 
 
 def test_pipeline_figure_has_one_bar_per_step():

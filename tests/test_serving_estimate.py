@@ -129,7 +129,7 @@ def test_generations_order():
 
 
 def test_exercise_checkers():
-    from trnsim.serving.exercises import check_decode_floor_ms, check_kv_bytes_per_token, check_smallest_tp
+    from trnsim.course.exercises.serving import check_decode_floor_ms, check_kv_bytes_per_token, check_smallest_tp
 
     assert check_kv_bytes_per_token(131072)
     gqa = check_kv_bytes_per_token(4 * 131072)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import trnsim
-from trnsim.exercises import single_core as ex
+from trnsim.course.exercises import single_core as ex
 
 
 def test_matmul_counts():

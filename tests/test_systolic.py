@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnsim.systolic import (MAX_TEACHING_DIM, example_operands, simulate_systolic, systolic_cycles)
+from trnsim.models.systolic import (MAX_TEACHING_DIM, example_operands, simulate_systolic, systolic_cycles)
 
 
 def test_example_result_equals_numpy_exactly():
@@ -85,7 +85,7 @@ def test_plot_draws_every_pe(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.systolic import plot_pe_activity, plot_systolic_state
+    from trnsim.course.viz.systolic import plot_pe_activity, plot_systolic_state
 
     run = simulate_systolic(*example_operands(3, 2, 4))
     fig, ax = plt.subplots()

@@ -172,7 +172,7 @@ def test_bench_search_warm(benchmark):
 
 
 def test_exercise_checkers_pass_right_answers_and_hint_wrong_ones():
-    from trnsim.training import exercises as ex
+    from trnsim.course.exercises import training as ex
 
     assert ex.bytes_per_param("bf16") == 16
     right = tr.model("llama2-7b").params * 16 / 8 / GIB

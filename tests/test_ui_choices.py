@@ -8,10 +8,10 @@ matplotlib.use("Agg")
 import pytest
 from traitlets import TraitError
 
-from trnsim.ui.intro import ChipExplorer
-from trnsim.ui.matmul import RooflinePanel
-from trnsim.ui.memory import MemoryPanel
-from trnsim.ui.render import dtype_choice, missing_choices, resolve_dtype
+from trnsim.course.ui.intro import ChipExplorer
+from trnsim.course.ui.matmul import RooflinePanel
+from trnsim.course.ui.memory import MemoryPanel
+from trnsim.course.ui.render import dtype_choice, missing_choices, resolve_dtype
 
 
 def test_dtype_aliases_both_ways():

@@ -13,8 +13,8 @@ from trnsim.cluster.analysis import (  # noqa: E402
     ring_allreduce_animation,
     size_sweep,
 )
-from trnsim.ui.collectives import CollectivesPanel, RingStepPanel  # noqa: E402
-from trnsim.viz import collectives as vc  # noqa: E402
+from trnsim.course.ui.collectives import CollectivesPanel, RingStepPanel  # noqa: E402
+from trnsim.course.viz import collectives as vc  # noqa: E402
 
 
 def test_panel_follows_controls():

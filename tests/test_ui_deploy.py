@@ -3,7 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from trnsim.ui.deploy import MapPanel, PlannerPanel
+from trnsim.course.ui.deploy import MapPanel, PlannerPanel
 
 
 def test_map_panel():

@@ -10,8 +10,8 @@ import pytest
 import trnsim
 from trnsim.perf.build import elementwise
 from trnsim.perf.cost import instruction_cost_ns
-from trnsim.ui.engines import (PRESETS, STEP_KINDS, EnginePanel, SequenceError, reference, run_sequence,
-                               validate_steps)
+from trnsim.course.ui.engines import EnginePanel
+from trnsim.models.engines import PRESETS, STEP_KINDS, SequenceError, reference, run_sequence, validate_steps
 
 
 def test_what_runs_where_rules():
@@ -107,8 +107,8 @@ def test_engine_panel_update_speed(benchmark):
 def test_outline_marks_each_back_to_back_instruction():
     import matplotlib.pyplot as plt
 
-    from trnsim.ui.engines import outline_instructions
-    from trnsim.viz.timeline import plot_timeline
+    from trnsim.course.ui.engines import outline_instructions
+    from trnsim.course.viz.timeline import plot_timeline
 
     r = run_sequence(PRESETS["unfused: scale, bias, exp on Scalar"], 128, 512)
     fig, ax = plt.subplots()

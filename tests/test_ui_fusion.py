@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from trnsim.exercises import kernels_perf as kp
+from trnsim.models import journey as kp
 
 
 @pytest.mark.parametrize("seq", [512, 1024])
@@ -44,7 +44,7 @@ def test_compare_fusion_rejects_bad_input():
 
 
 def test_fusion_panel_headless():
-    from trnsim.ui.fusion import FusionPanel
+    from trnsim.course.ui.fusion import FusionPanel
 
     panel = FusionPanel(workload="softmax", length=1024, cols=512)
     assert panel.error == "" and panel.result.workload == "softmax"
@@ -62,7 +62,7 @@ def test_fusion_panel_headless():
 
 def test_bench_fusion_panel_callback(benchmark):
     """One widget callback (switch workload): cached profiles + rendering the four-panel figure."""
-    from trnsim.ui.fusion import FusionPanel
+    from trnsim.course.ui.fusion import FusionPanel
 
     panel = FusionPanel(workload="softmax", length=1024, cols=1024)
     choices = iter(["normalisation", "softmax"] * 1000)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import trnsim.nki as nki
-from trnsim.exercises import kernels_perf as kp
+from trnsim.course.exercises import kernels_perf as kpc
+from trnsim.models import journey as kp
 from trnsim.kernels import matmul_fully_blocked, reference
 
 
@@ -96,27 +97,27 @@ def test_fully_blocked_numerics_small():
 def test_check_traffic_hints():
     want = kp.profile_stage("block_free", 2048, 2048, 2048,
                             blocks={"tiles_in_block_m": 4, "tiles_in_block_n": 2}).hbm_bytes / 2**20
-    assert kp.check_traffic(want)
-    no_out = kp.check_traffic(want - 8)
+    assert kpc.check_traffic(want)
+    no_out = kpc.check_traffic(want - 8)
     assert not no_out and any("output" in h for h in no_out.hints)
-    assert "not answered" in str(kp.check_traffic(...))
-    ideal = kp.check_traffic(24)
+    assert "not answered" in str(kpc.check_traffic(...))
+    ideal = kpc.check_traffic(24)
     assert not ideal and any("ideal" in h for h in ideal.hints)
 
 
 def test_check_block_choice_pass_overflow_and_slow():
     reached = kp.evaluate_blocks(2048, 8, 2, 8).profile.pct_of_tensor_peak
-    assert kp.check_block_choice(8, 2, 8, goal_pct=reached - 0.5)
-    short = kp.check_block_choice(8, 2, 8, goal_pct=reached + 0.5)
+    assert kpc.check_block_choice(8, 2, 8, goal_pct=reached - 0.5)
+    short = kpc.check_block_choice(8, 2, 8, goal_pct=reached + 0.5)
     assert not short and f"{reached:.1f}% of peak" in short.message
-    over = kp.check_block_choice(16, 4, 16)
+    over = kpc.check_block_choice(16, 4, 16)
     assert not over and "does not run" in over.message and "accumulator" in over.hints[0]
-    slow = kp.check_block_choice(2, 1, 2)
+    slow = kpc.check_block_choice(2, 1, 2)
     assert not slow and any("DMA-bound" in h for h in slow.hints)
 
 
 def test_block_panel_headless():
-    from trnsim.ui.journey import BlockPanel
+    from trnsim.course.ui.journey import BlockPanel
 
     panel = BlockPanel(size=1024, block_m=8, block_n=2, block_k=8)
     assert panel.error == "" and panel.result.ok
@@ -135,7 +136,7 @@ def test_block_panel_headless():
 
 def test_bench_block_panel_callback(benchmark):
     """One widget callback at the default size: profile (cached after the first call) + render the figure."""
-    from trnsim.ui.journey import BlockPanel
+    from trnsim.course.ui.journey import BlockPanel
 
     panel = BlockPanel(size=2048, block_m=8, block_n=2, block_k=8)
     choices = iter([16, 8] * 1000)
@@ -162,7 +163,7 @@ def test_block_panel_offers_only_blocks_that_fit():
     import pytest
     from traitlets import TraitError
 
-    from trnsim.ui.journey import BlockPanel, block_choices
+    from trnsim.course.ui.journey import BlockPanel, block_choices
 
     assert block_choices(2048) == {"m": (1, 2, 4, 8, 16), "n": (1, 2, 4), "k": (1, 2, 4, 8, 16)}
     panel = BlockPanel(size=2048, block_m=16, block_n=4, block_k=16)
@@ -181,7 +182,7 @@ def test_plot_published_draws_three_bars_per_stage_and_the_error():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.journey import plot_published
+    from trnsim.course.viz.journey import plot_published
 
     fig, ax = plt.subplots()
     plot_published(ax, ["a", "b"], [1.0, 2.0], [1.5, 2.0], [2.0, 2.5])

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import trnsim
-from trnsim.matmul_math import estimate, matmul_flops, matmul_hbm_bytes, tile_mapping
+from trnsim.models.matmul_math import estimate, matmul_flops, matmul_hbm_bytes, tile_mapping
 from trnsim.perf.roofline import matmul_intensity, roofline
-from trnsim.ui.matmul import RooflinePanel, SystolicPanel
+from trnsim.course.ui.matmul import RooflinePanel, SystolicPanel
 
 
 def test_flops_bytes_intensity_agree_with_perf_roofline():
@@ -140,7 +140,7 @@ def test_systolic_panel_step_speed(benchmark):
 def test_tile_mapping_figure_highlights_edge_tile():
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.systolic import plot_tile_mapping, plot_time_budget
+    from trnsim.course.viz.systolic import plot_tile_mapping, plot_time_budget
 
     t = tile_mapping(200, 600, 300)
     fig, ax = plt.subplots()
@@ -165,7 +165,7 @@ def test_estimate_speed(benchmark):
 
 
 def test_systolic_simulation_speed(benchmark):
-    from trnsim.systolic import example_operands, simulate_systolic
+    from trnsim.models.systolic import example_operands, simulate_systolic
 
     w, x = example_operands(8, 8, 8)
     run = benchmark(simulate_systolic, w, x)

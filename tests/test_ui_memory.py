@@ -10,12 +10,12 @@ import matplotlib.pyplot as plt
 import pytest
 
 import trnsim
-from trnsim.matmul_math import MAX_SCHEDULED_TRANSFERS, dma_load_cost, hierarchy_levels, plan_tiles
+from trnsim.models.matmul_math import MAX_SCHEDULED_TRANSFERS, dma_load_cost, hierarchy_levels, plan_tiles
 from trnsim.perf.build import load
 from trnsim.perf.dma import dma_cost_ns, dma_params
 from trnsim.perf.roofline import roofline
-from trnsim.ui.memory import MemoryPanel, dma_curve, dma_thresholds
-from trnsim.viz import hierarchy as vh
+from trnsim.course.ui.memory import MemoryPanel, dma_curve, dma_thresholds
+from trnsim.course.viz import hierarchy as vh
 
 
 def test_hierarchy_levels_from_catalog():

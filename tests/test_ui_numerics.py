@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from trnsim.numerics import accumulate, decode, float_format, matmul_accuracy, tensor_speed  # noqa: E402
-from trnsim.ui.numerics import AccumulationPanel, BitsPanel, describe, run_sums  # noqa: E402
-from trnsim.viz.numerics import (plot_accumulation, plot_accuracy_speed, plot_bit_layout,  # noqa: E402
+from trnsim.models.numerics import accumulate, decode, float_format, matmul_accuracy, tensor_speed  # noqa: E402
+from trnsim.course.ui.numerics import AccumulationPanel, BitsPanel, describe, run_sums  # noqa: E402
+from trnsim.course.viz.numerics import (plot_accumulation, plot_accuracy_speed, plot_bit_layout,  # noqa: E402
                                  plot_number_line, plot_relative_spacing)
 
 

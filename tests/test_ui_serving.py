@@ -4,7 +4,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from trnsim.serving import estimate
-from trnsim.ui.serving import BatchingPanel, EstimatorPanel
+from trnsim.course.ui.serving import BatchingPanel, EstimatorPanel
 
 
 def test_estimator_panel_follows_controls():

@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from trnsim.ui.tiling import TilingPanel  # noqa: E402
-from trnsim.tiling import TilingChoice, format_coverage, plan_coverage, simulate_coverage  # noqa: E402
-from trnsim.viz.tiling import plot_coverage  # noqa: E402
+from trnsim.course.ui.tiling import TilingPanel  # noqa: E402
+from trnsim.models.tiling import TilingChoice, format_coverage, plan_coverage, simulate_coverage  # noqa: E402
+from trnsim.course.viz.tiling import plot_coverage  # noqa: E402
 
 
 @pytest.mark.parametrize("choice", [

@@ -5,7 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from trnsim.ui.training import ParallelStepPanel, PlannerPanel  # noqa: E402
+from trnsim.course.ui.training import ParallelStepPanel, PlannerPanel  # noqa: E402
 
 
 def test_planner_panel_searches_and_reacts():
@@ -67,7 +67,7 @@ def test_training_figures_draw_what_they_are_given():
 
     import trnsim.training as tr
     from trnsim.training.parallel import train
-    from trnsim.viz import training as vt
+    from trnsim.course.viz import training as vt
 
     es = [tr.estimate("llama2-7b", "trn1.32xlarge", 4, tp, 1, seq_len=4096, global_batch=1024) for tp in (8, 32)]
     fig, axes = plt.subplots(2, 3)

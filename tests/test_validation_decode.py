@@ -6,9 +6,9 @@ Run with ``-s`` to see the tables.
 """
 import pytest
 
-from trnsim.datafiles import load_json
+from trnsim.catalog.datafiles import load_json
 from trnsim.serving import validation as V
-from trnsim.calibration import median_abs_error, table
+from trnsim.models.calibration import median_abs_error, table
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_predicted_vs_published_figure(loo, tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trnsim.viz.training import plot_predicted_vs_published
+    from trnsim.course.viz.training import plot_predicted_vs_published
 
     rows, _ = loo
     fig, ax = plt.subplots()

@@ -101,7 +101,7 @@ def _readme_trust_row(prefix):
 
 def test_readme_trust_table_states_the_current_medians(rows):
     """The README's table quotes the medians the code computes today (rounded to 0.1 percentage point)."""
-    from trnsim.calibration import median_abs_error
+    from trnsim.models.calibration import median_abs_error
     from trnsim.serving.validation import validate as validate_decode
     from trnsim.training.validation import validate as validate_training
 

@@ -7,7 +7,7 @@ import pytest
 
 from trnsim.training import validation as V
 from trnsim.training._data import load
-from trnsim.calibration import median_abs_error, table
+from trnsim.models.calibration import median_abs_error, table
 
 
 @pytest.fixture(scope="module")

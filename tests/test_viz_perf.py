@@ -10,10 +10,10 @@ import trnsim.neuronxcc.nki as nki  # noqa: E402
 import trnsim.neuronxcc.nki.language as nl  # noqa: E402
 import trnsim.neuronxcc.nki.typing as nt  # noqa: E402
 from trnsim.kernels import MATMUL_JOURNEY, matmul_fully_blocked, softmax  # noqa: E402
-from trnsim.viz.compare import plot_compare  # noqa: E402
-from trnsim.viz.memory import plot_occupancy  # noqa: E402
-from trnsim.viz.roofline import plot_roofline  # noqa: E402
-from trnsim.viz.timeline import plot_dma_throughput, plot_profile, plot_timeline, timeline_rows  # noqa: E402
+from trnsim.course.viz.compare import plot_compare  # noqa: E402
+from trnsim.course.viz.memory import plot_occupancy  # noqa: E402
+from trnsim.course.viz.roofline import plot_roofline  # noqa: E402
+from trnsim.course.viz.timeline import plot_dma_throughput, plot_profile, plot_timeline, timeline_rows  # noqa: E402
 
 SPEC = (nt.tensor[[1024, 512], nl.bfloat16], nt.tensor[[1024, 1024], nl.bfloat16])
 
@@ -117,7 +117,7 @@ def test_profile_figure_has_timeline_usage_and_throughput_rows(profs):
 
 def test_published_vs_predicted_figure_places_each_row():
     from trnsim.perf.validation import ValidationRow
-    from trnsim.viz.validation import plot_published_vs_predicted
+    from trnsim.course.viz.validation import plot_published_vs_predicted
 
     rows = [ValidationRow("trn1 set", "trn1", s, "m:k", "k", "bfloat16", pub, pred)
             for s, pub, pred in ((1, 50.0, 40.0), (2, 40.0, 41.0), (3, 20.0, 21.0), (4, 7.0, 6.5))]

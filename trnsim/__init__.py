@@ -1,10 +1,17 @@
 """trnsim: learn AWS Trainium and Inferentia on a laptop.
 
 The package root exposes the hardware catalog (``chip``, ``instance``, ``target``,
-``core`` and their plural listings) and the notebook set-up call. Subpackages:
-``trnsim.nki`` (kernel language), ``trnsim.perf`` (cost model), ``trnsim.kernels``,
-``trnsim.cluster``, ``trnsim.training``, ``trnsim.serving``, ``trnsim.deploy``,
-``trnsim.viz`` (figures) and ``trnsim.ui`` (widgets).
+``core`` and their plural listings). The tree reads as the architecture:
+
+The simulator (never imports the course):
+``trnsim.catalog`` (hardware records, data files, their schema, shared argument checks),
+``trnsim.models`` (analytic teaching models), ``trnsim.nki`` (kernel language, NKI 0.6),
+``trnsim.neuronxcc`` (retired NKI Beta 1 compatibility layer), ``trnsim.perf`` (cost model),
+``trnsim.kernels``, ``trnsim.cluster``, ``trnsim.training``, ``trnsim.serving``, ``trnsim.deploy``.
+
+The course around it: ``trnsim.course`` (notebook set-up, course map, checkers and exercises,
+grading, JupyterLite build, doctor, the ``python -m trnsim`` CLI, and on top ``viz`` figures
+and ``ui`` widget panels). Notebooks start with ``from trnsim.course import setup_notebook``.
 """
 from trnsim.catalog import (
     ChipSpec,
@@ -22,8 +29,7 @@ from trnsim.catalog import (
     target,
     targets,
 )
-from trnsim.datafiles import CatalogError
-from trnsim.nbsetup import SEED, setup_notebook
+from trnsim.catalog.datafiles import CatalogError
 
 __version__ = "0.1.0"
 
@@ -32,7 +38,6 @@ __all__ = [
     "ChipSpec",
     "CoreSpec",
     "InstanceSpec",
-    "SEED",
     "Source",
     "TargetSpec",
     "__version__",
@@ -43,7 +48,6 @@ __all__ = [
     "cores",
     "instance",
     "instances",
-    "setup_notebook",
     "target",
     "targets",
 ]

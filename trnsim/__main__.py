@@ -1,6 +1,6 @@
-"""``python -m trnsim``: see :mod:`trnsim.cli`."""
+"""``python -m trnsim``: see :mod:`trnsim.course.cli`."""
 import sys
 
-from trnsim.cli import main
+from trnsim.course.cli import main
 
 sys.exit(main())

@@ -332,7 +332,7 @@ def lite_site(tmp_path_factory):
     import http.server
     import threading
 
-    from trnsim.lite import build_site
+    from trnsim.course.lite import build_site
 
     site = build_site(tmp_path_factory.mktemp("lite") / "site", NOTEBOOKS)
 

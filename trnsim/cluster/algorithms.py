@@ -61,6 +61,10 @@ class Phase:
     pattern: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
 
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
+"""The collectives trnsim.cluster models (broadcast and reduce are not)."""
+
+
 class AlgorithmError(ValueError):
     """An algorithm cannot run on the given ranks or data (the message names the rule and the fix)."""
 

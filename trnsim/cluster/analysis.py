@@ -1,7 +1,7 @@
 """Ready-made studies for the collectives notebook: ring animation states, size sweeps, link comparison.
 
 Pure functions over :mod:`trnsim.cluster.collectives`; the figures that draw them live
-in :mod:`trnsim.viz.collectives`.
+in :mod:`trnsim.course.viz.collectives`.
 """
 from __future__ import annotations
 

@@ -11,21 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from trnsim.cluster.algorithms import AlgorithmError
-from trnsim.cluster.topology import Topology, TopologyError
-from trnsim.validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_number,
-    check_positive,
-    check_str,
-    is_int,
-    type_error,
-)
+from trnsim.cluster.algorithms import OPS, AlgorithmError
+from trnsim.cluster.topology import MAX_RANKS, Topology
+from trnsim.catalog.validation import check_bool, check_choice, check_int, check_str, type_error
 
-MAX_RANKS = 65_536
-"""Simulator limit: ranks in one topology (every rank, link and route is built in memory)."""
 MAX_FUNCTIONAL_RANKS = 256
 """Simulator limit: ranks for functional execution, which moves every chunk in Python (p^2 transfers)."""
 MAX_BUFFER_BYTES = 2**30
@@ -35,32 +24,6 @@ MAX_MESSAGE_BYTES = 2**50
 answer means nothing for a real job."""
 
 
-def check_topology_args(instance_name: Any, nodes: Any, lnc: Any, ranks_per_node: int | None = None) -> None:
-    """Arguments of :func:`trnsim.cluster.topology` (``ranks_per_node`` once the instance is known)."""
-    check_str("instance_name", instance_name, error=TopologyError, what="an instance name such as 'trn1.32xlarge'")
-    check_int("nodes", nodes, error=TopologyError, min_value=1, max_value=MAX_RANKS, allow_integral_float=False,
-              fix="a cluster needs a whole number of instances >= 1")
-    if lnc is not None:
-        check_int("lnc", lnc, error=TopologyError, min_value=1, max_value=2, allow_integral_float=False,
-                  fix="Logical NeuronCore config is 1 or 2 (None for the instance default)")
-    if ranks_per_node is not None and nodes * ranks_per_node > MAX_RANKS:
-        raise TopologyError(
-            f"nodes={nodes}: {nodes:,} x {ranks_per_node} ranks of {instance_name} = {nodes * ranks_per_node:,} ranks "
-            f"exceeds the simulator limit of {MAX_RANKS:,}; use nodes <= {MAX_RANKS // ranks_per_node:,} "
-            "(collective timing per node count extrapolates beyond that)")
-
-
-def check_ring_args(ranks: Any, link_gbytes_per_s: Any, hop_latency_us: Any) -> None:
-    """Arguments of :func:`trnsim.cluster.ring_topology`."""
-    check_int("ranks", ranks, error=TopologyError, min_value=1, max_value=MAX_RANKS, allow_integral_float=False,
-              fix="a ring needs a whole number of ranks >= 1")
-    check_positive("link_gbytes_per_s", link_gbytes_per_s, error=TopologyError,
-                   fix="a positive bandwidth in GB/s per link direction, e.g. 100")
-    if hop_latency_us is not None:
-        check_number("hop_latency_us", hop_latency_us, error=TopologyError, min_value=0.0,
-                     fix="a step latency in microseconds (None for the documented intra-node value)")
-
-
 def check_topo(topo: Any) -> None:
     if not isinstance(topo, Topology):
         raise type_error(AlgorithmError)(
@@ -68,8 +31,6 @@ def check_topo(topo: Any) -> None:
 
 
 def check_op(op: Any) -> None:
-    from trnsim.cluster.collectives import OPS
-
     check_choice("op", op, OPS, error=AlgorithmError,
                  fix="an unknown collective for trnsim.cluster (broadcast and reduce are not modelled)")
 
@@ -145,18 +106,3 @@ def check_pairs(pairs: Sequence[Any] | None, shift: Any) -> None:
         for x in pr:
             check_int("pairs[] rank", x, error=AlgorithmError, min_value=0, max_value=MAX_RANKS,
                       allow_integral_float=False)
-
-
-def check_group_args(ranks: Any, size: int) -> None:
-    """``Topology.group(ranks)``: a whole number of ranks, or an iterable of whole-number rank indices."""
-    if isinstance(ranks, (str, bytes, bool)) or not (is_int(ranks) or hasattr(ranks, "__iter__")):
-        raise type_error(TopologyError)(
-            f"ranks={ranks!r}: must be a group size (an int in [1, {size}]) or a list of rank indices")
-    if is_int(ranks):
-        return
-    members = list(ranks)
-    if len(members) > MAX_RANKS:
-        raise TopologyError(f"ranks: {len(members):,} members exceed the simulator limit of {MAX_RANKS:,}")
-    for r in members:
-        check_int("ranks[]", r, error=TopologyError, min_value=0, max_value=size - 1, allow_integral_float=False,
-                  fix="rank indices of this topology")

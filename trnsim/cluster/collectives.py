@@ -28,12 +28,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from trnsim.cluster import algorithms as A
-from trnsim.cluster.algorithms import AlgorithmError, Phase, Transfer
+from trnsim.cluster.algorithms import OPS, AlgorithmError, Phase, Transfer
 from trnsim.cluster.checks import check_bus_factor_args, check_pairs, check_run_args, check_timing_args
 from trnsim.cluster.constants import constants, generation_algorithms
 from trnsim.cluster.topology import Topology
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 ALGORITHMS = ("ring", "recursive_doubling", "recursive_halving_doubling", "mesh", "hierarchical", "auto")
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "all_reduce": ("ring", "recursive_doubling", "recursive_halving_doubling", "mesh", "hierarchical"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from trnsim.datafiles import CatalogError, load_json
+from trnsim.catalog.datafiles import CatalogError, load_json
 
 DATA_FILE = "collectives.json"
 

@@ -36,7 +36,7 @@ def resolve_target(target: str) -> str:
 
 @lru_cache(maxsize=1)
 def _aliases() -> dict[str, str]:
-    from trnsim.datafiles import load_json
+    from trnsim.catalog.datafiles import load_json
 
     rec = load_json(DATA_FILE)["target_instances"]
     return dict(rec["value"])

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from trnsim.catalog.validation import check_int, check_number, check_positive, check_str, is_int, type_error
 from trnsim.cluster.constants import constants
 
 LINK_KINDS = ("chip-local", "neuronlink", "neuronlink-z", "switch", "efa")
@@ -47,6 +48,53 @@ LINK_KINDS = ("chip-local", "neuronlink", "neuronlink-z", "switch", "efa")
 
 class TopologyError(ValueError):
     """A topology request that the hardware or the catalog cannot satisfy."""
+
+
+MAX_RANKS = 65_536
+"""Simulator limit: ranks in one topology (every rank, link and route is built in memory)."""
+
+
+# ---------------------------------------------------------------- argument checks (the public functions' boundary)
+
+def check_topology_args(instance_name: Any, nodes: Any, lnc: Any, ranks_per_node: int | None = None) -> None:
+    """Arguments of :func:`trnsim.cluster.topology` (``ranks_per_node`` once the instance is known)."""
+    check_str("instance_name", instance_name, error=TopologyError, what="an instance name such as 'trn1.32xlarge'")
+    check_int("nodes", nodes, error=TopologyError, min_value=1, max_value=MAX_RANKS, allow_integral_float=False,
+              fix="a cluster needs a whole number of instances >= 1")
+    if lnc is not None:
+        check_int("lnc", lnc, error=TopologyError, min_value=1, max_value=2, allow_integral_float=False,
+                  fix="Logical NeuronCore config is 1 or 2 (None for the instance default)")
+    if ranks_per_node is not None and nodes * ranks_per_node > MAX_RANKS:
+        raise TopologyError(
+            f"nodes={nodes}: {nodes:,} x {ranks_per_node} ranks of {instance_name} = {nodes * ranks_per_node:,} ranks "
+            f"exceeds the simulator limit of {MAX_RANKS:,}; use nodes <= {MAX_RANKS // ranks_per_node:,} "
+            "(collective timing per node count extrapolates beyond that)")
+
+
+def check_ring_args(ranks: Any, link_gbytes_per_s: Any, hop_latency_us: Any) -> None:
+    """Arguments of :func:`trnsim.cluster.ring_topology`."""
+    check_int("ranks", ranks, error=TopologyError, min_value=1, max_value=MAX_RANKS, allow_integral_float=False,
+              fix="a ring needs a whole number of ranks >= 1")
+    check_positive("link_gbytes_per_s", link_gbytes_per_s, error=TopologyError,
+                   fix="a positive bandwidth in GB/s per link direction, e.g. 100")
+    if hop_latency_us is not None:
+        check_number("hop_latency_us", hop_latency_us, error=TopologyError, min_value=0.0,
+                     fix="a step latency in microseconds (None for the documented intra-node value)")
+
+
+def check_group_args(ranks: Any, size: int) -> None:
+    """``Topology.group(ranks)``: a whole number of ranks, or an iterable of whole-number rank indices."""
+    if isinstance(ranks, (str, bytes, bool)) or not (is_int(ranks) or hasattr(ranks, "__iter__")):
+        raise type_error(TopologyError)(
+            f"ranks={ranks!r}: must be a group size (an int in [1, {size}]) or a list of rank indices")
+    if is_int(ranks):
+        return
+    members = list(ranks)
+    if len(members) > MAX_RANKS:
+        raise TopologyError(f"ranks: {len(members):,} members exceed the simulator limit of {MAX_RANKS:,}")
+    for r in members:
+        check_int("ranks[]", r, error=TopologyError, min_value=0, max_value=size - 1, allow_integral_float=False,
+                  fix="rank indices of this topology")
 
 
 @dataclass(frozen=True)
@@ -413,8 +461,6 @@ class Topology:
     # ---------------------------------------------------------------- groups
     def group(self, ranks: int | Iterable[int], label: str | None = None) -> "Topology":
         """Sub-communicator of this topology's ranks ``0..ranks-1`` (an int) or of the given ranks."""
-        from trnsim.cluster.checks import check_group_args
-
         check_group_args(ranks, self.size)
         if isinstance(ranks, int):
             if not 1 <= ranks <= self.size:
@@ -537,8 +583,6 @@ def topology(instance_name: str, nodes: int = 1, lnc: int | None = None) -> Topo
     Multi-node clusters are joined by EFA. Raises :class:`TopologyError` with the rule
     broken and the fix.
     """
-    from trnsim.cluster.checks import check_topology_args
-
     check_topology_args(instance_name, nodes, lnc)
     from trnsim.catalog import chip as _chip
     from trnsim.catalog import instance as _instance
@@ -621,8 +665,6 @@ def ring_topology(ranks: int, link_gbytes_per_s: float, hop_latency_us: float | 
     2(p-1)*alpha + 2(p-1)/p * n/B. Each directed link carries ``link_gbytes_per_s``; the step latency defaults to the
     documented intra-node hop latency.
     """
-    from trnsim.cluster.checks import check_ring_args
-
     check_ring_args(ranks, link_gbytes_per_s, hop_latency_us)
     if not isinstance(ranks, int) or ranks < 1:
         raise TopologyError(f"ranks={ranks!r}: a ring needs a whole number of ranks >= 1")

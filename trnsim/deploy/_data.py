@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trnsim.datafiles import load_json
+from trnsim.catalog.datafiles import load_json
 
 
 def regions_data() -> dict[str, Any]:
-    """The parsed ``data/regions.json`` (cached by :func:`trnsim.datafiles.load_json`)."""
+    """The parsed ``data/regions.json`` (cached by :func:`trnsim.catalog.datafiles.load_json`)."""
     return load_json("regions.json")
 
 

@@ -47,7 +47,7 @@ class GridIntensity:
 def grid_intensity(code: str, basis: str = "lifecycle") -> GridIntensity:
     """Location-based grid intensity for region ``code`` on one ``basis`` ('lifecycle' or 'ccf')."""
     if not isinstance(basis, str):
-        from trnsim.validation import type_error
+        from trnsim.catalog.validation import type_error
 
         raise type_error(DeployError)(f"basis={basis!r}: must be one of {BASES}")
     r = region(code)
@@ -73,7 +73,7 @@ def all_country_intensities(country_code: str) -> list[dict]:
 def pue(which: str | None = None) -> tuple[float, str]:
     """A PUE value and its label; default is the data file's chosen default (AWS global 2025)."""
     if which is not None and not isinstance(which, str):
-        from trnsim.validation import type_error
+        from trnsim.catalog.validation import type_error
 
         raise type_error(DeployError)(f"which={which!r}: must be a PUE key of data/regions.json or None")
     d = regions_data()["pue"]
@@ -85,7 +85,7 @@ def pue(which: str | None = None) -> tuple[float, str]:
 
 def instance_power_kw(accelerator: str, accelerators: int) -> tuple[float, str]:
     """Assumed average IT power of an instance in kW, and the label of the assumption used."""
-    from trnsim.validation import check_int, check_str
+    from trnsim.catalog.validation import check_int, check_str
 
     check_str("accelerator", accelerator, error=DeployError, what="an accelerator name such as 'inferentia2'")
     check_int("accelerators", accelerators, error=DeployError, min_value=1, max_value=10**6)
@@ -98,7 +98,7 @@ def instance_power_kw(accelerator: str, accelerators: int) -> tuple[float, str]:
 
 def monthly_energy_kwh(it_power_kw: float, *, pue_value: float, hours: float = HOURS_PER_MONTH) -> float:
     """Facility energy per month: IT power x hours x PUE."""
-    from trnsim.validation import check_number
+    from trnsim.catalog.validation import check_number
 
     check_number("it_power_kw", it_power_kw, error=DeployError, min_value=0.0, fix="IT power draw in kW")
     check_number("pue_value", pue_value, error=DeployError, min_value=1.0, max_value=10.0,
@@ -111,7 +111,7 @@ def monthly_energy_kwh(it_power_kw: float, *, pue_value: float, hours: float = H
 
 def monthly_kgco2e(energy_kwh: float, intensity: GridIntensity) -> float | None:
     """kgCO2e for ``energy_kwh`` at ``intensity``; None when the intensity is not found."""
-    from trnsim.validation import check_number, type_error
+    from trnsim.catalog.validation import check_number, type_error
 
     check_number("energy_kwh", energy_kwh, error=DeployError, min_value=0.0)
     if not isinstance(intensity, GridIntensity):

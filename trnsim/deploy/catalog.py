@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from trnsim.catalog.validation import check_bool, check_positive, check_str
 from trnsim.deploy._data import cite, regions_data, value
 
 
 class DeployError(ValueError):
     """A bad region, instance, data class or planner input, with the rule and the fix."""
+
+
+def check_name(name: str, value: Any, what: str) -> str:
+    """A string argument naming a region, instance, model or site, else DeployError."""
+    return check_str(name, value, error=DeployError, what=what)
 
 
 MALAYSIA_REGION = "ap-southeast-5"
@@ -104,8 +111,6 @@ def regions() -> dict[str, RegionSpec]:
 
 def region(code: str) -> RegionSpec:
     """The :class:`RegionSpec` for ``code`` (e.g. 'ap-southeast-5'); clear error if unknown."""
-    from trnsim.deploy.checks import check_name
-
     check_name("code", code, "an AWS region code such as 'ap-southeast-5'")
     table = regions()
     if code not in table:
@@ -131,9 +136,6 @@ def offering(code: str, instance: str, *, neuron_in_region: bool = False) -> Off
     ``neuron_in_region=True`` assumes Inferentia2/Trainium capacity arrives in ap-southeast-5
     (a what-if the learner toggles); the answer is then marked ``hypothetical``.
     """
-    from trnsim.deploy.checks import check_name
-    from trnsim.validation import check_bool
-
     check_name("instance", instance, "an instance type such as 'inf2.xlarge'")
     check_bool("neuron_in_region", neuron_in_region, error=DeployError)
     region(code)
@@ -161,8 +163,6 @@ def offering(code: str, instance: str, *, neuron_in_region: bool = False) -> Off
 
 def listed_price(code: str, instance: str) -> PriceQuote:
     """The published on-demand price of ``instance`` in ``code``, or a 'none' quote saying why not."""
-    from trnsim.deploy.checks import check_name
-
     check_name("instance", instance, "an instance type such as 'inf2.xlarge'")
     region(code)
     data = regions_data()
@@ -208,7 +208,6 @@ def price(
     price times that factor, labelled ``basis='proxy'`` with the assumption spelled out.
     """
     if proxy_factor is not None:
-        from trnsim.validation import check_positive
 
         check_positive("proxy_factor", proxy_factor, error=DeployError, max_value=100.0,
                        fix=f"a price ratio to {PRICE_REFERENCE_REGION}, e.g. price_factor('{proxy_region}'), or None")
@@ -234,7 +233,6 @@ def source_citation(key: str) -> str:
 
 def neuron_capacity_table(*, neuron_in_region: bool = False) -> list[dict]:
     """Rows (region, trn1, trn2, inf2 status, notes) as the sources show them."""
-    from trnsim.validation import check_bool
 
     check_bool("neuron_in_region", neuron_in_region, error=DeployError)
     rows = []

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trnsim.deploy._data import regions_data, value
-from trnsim.deploy.catalog import DeployError, region, regions
+from trnsim.deploy.catalog import DeployError, check_name, region, regions
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,6 @@ def user_sites() -> dict[str, Site]:
 
 def site(name_or_region: str) -> Site:
     """A user site by city name, or a region's location by region code."""
-    from trnsim.deploy.checks import check_name
-
     check_name("origin", name_or_region, "a user site (see user_sites()) or a region code")
     sites = user_sites()
     if name_or_region in sites:
@@ -122,8 +120,7 @@ def estimate_rtt(origin: str, to_region: str, *, route_factor: float | None = No
 
     ``route_factor`` overrides the typical factor (must lie in a physical range 1-5).
     """
-    from trnsim.deploy.checks import check_name
-    from trnsim.validation import check_optional, check_number
+    from trnsim.catalog.validation import check_optional, check_number
 
     check_name("origin", origin, "a user site (see user_sites()) or a region code")
     check_name("to_region", to_region, "an AWS region code such as 'ap-southeast-1'")

@@ -21,12 +21,16 @@ with the reasons.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from trnsim.deploy import carbon as carbon_mod
 from trnsim.deploy.latency import estimate_rtt
-from trnsim.deploy.catalog import MALAYSIA_REGION, DeployError, offering, price, price_factor
+from trnsim.catalog.validation import check_bool, check_int, check_number, check_positive, type_error
+from trnsim.deploy.catalog import MALAYSIA_REGION, DeployError, check_name, offering, price, price_factor
+from trnsim.deploy.checks import MAX_PLAN_BATCH, MAX_PLAN_REQUESTS, MAX_RATE_RPS
 from trnsim.deploy.residency import DATA_CLASSES, ResidencyVerdict, assess, transfer_routes
 
 
@@ -139,10 +143,57 @@ class PlanOption:
         return f"{self.rank}. {self.label:<46} {inst:<44} RTT {self.rtt_ms:5.1f} ms  TTFT p99 {ttft:>9}  {cost}/month  {co2} CO2e  [{status}]"
 
 
-def _check(req: PlanRequest) -> None:
-    from trnsim.deploy.checks import check_request
+def _check_overrides(overrides: dict[str, Any]) -> None:
+    """``plan(**overrides)`` names only fields of PlanRequest."""
+    fields = [f.name for f in dataclasses.fields(PlanRequest)]
+    unknown = [k for k in overrides if k not in fields]
+    if unknown:
+        raise type_error(DeployError)(f"plan() got unknown option(s) {unknown}; PlanRequest fields are {fields}")
 
-    check_request(req)
+
+def _check_request(req: Any) -> None:
+    """Every field of a :class:`~trnsim.deploy.planner.PlanRequest`: types, ranges, finiteness."""
+    if not isinstance(req, PlanRequest):
+        raise type_error(DeployError)(f"req={req!r}: must be a PlanRequest (or None, with keyword overrides)")
+    check_name("users", req.users, "a user site such as 'Kuala Lumpur' or a region code")
+    check_name("data_class", req.data_class, "a data class such as 'personal'")
+    check_positive("rate_rps", req.rate_rps, error=DeployError, max_value=MAX_RATE_RPS,
+                   fix="requests per second the service must sustain")
+    check_positive("ttft_slo_ms", req.ttft_slo_ms, error=DeployError, max_value=3.6e6,
+                   fix="the p99 time-to-first-token objective in ms, e.g. 1000")
+    check_name("model", req.model, "a model name such as 'llama3.1-8b'")
+    from trnsim.training import models
+
+    known = models()
+    if req.model.strip().lower() not in known:
+        raise DeployError(f"model={req.model!r} is not in the model catalog; use one of {', '.join(sorted(known))}")
+    check_int("input_tokens", req.input_tokens, error=DeployError, min_value=1, max_value=10_000_000,
+              allow_integral_float=False)
+    check_int("output_tokens", req.output_tokens, error=DeployError, min_value=1, max_value=10_000_000,
+              allow_integral_float=False)
+    check_int("n_data_subjects", req.n_data_subjects, error=DeployError, min_value=0, max_value=10**10,
+              allow_integral_float=False, fix="how many people's data is processed")
+    check_number("personal_share", req.personal_share, error=DeployError, min_value=0.0, max_value=1.0,
+                 fix="the fraction of requests carrying personal data")
+    check_bool("neuron_in_region", req.neuron_in_region, error=DeployError)
+    if req.proxy_price_factor is not None:
+        check_positive("proxy_price_factor", req.proxy_price_factor, error=DeployError, max_value=100.0,
+                       fix="a price ratio to us-east-1 such as price_factor('ap-southeast-1') ~ 1.4, or None")
+    if req.transfer_route is not None:
+        check_name("transfer_route", req.transfer_route, "a transfer route key or None")
+    if req.carbon_basis not in carbon_mod.BASES:
+        raise (DeployError if isinstance(req.carbon_basis, str) else type_error(DeployError))(
+            f"carbon_basis={req.carbon_basis!r}: must be one of {carbon_mod.BASES}")
+    check_int("max_batch", req.max_batch, error=DeployError, min_value=1, max_value=MAX_PLAN_BATCH,
+              allow_integral_float=False)
+    check_int("n_requests", req.n_requests, error=DeployError, min_value=10, max_value=MAX_PLAN_REQUESTS,
+              allow_integral_float=False, fix="requests simulated per fleet size; a few hundred suffice")
+    check_int("seed", req.seed, error=DeployError, min_value=0, max_value=2**63 - 1, allow_integral_float=False)
+    check_name("rank_by", req.rank_by, "a ranking order")
+
+
+def _check(req: PlanRequest) -> None:
+    _check_request(req)
     if req.data_class not in DATA_CLASSES:
         raise DeployError(f"data_class {req.data_class!r} unknown: choose one of {DATA_CLASSES}")
     if not req.rate_rps > 0:
@@ -230,9 +281,7 @@ G6 = ("g6.xlarge",)
 
 def plan(req: PlanRequest | None = None, **overrides) -> list[PlanOption]:
     """Ranked deployment options for ``req`` (or a default request with ``overrides``)."""
-    from trnsim.deploy.checks import check_overrides
-
-    check_overrides(overrides)
+    _check_overrides(overrides)
     req = req or PlanRequest()
     if overrides:
         req = PlanRequest(**{**req.__dict__, **overrides})

@@ -79,7 +79,7 @@ def transfer_routes() -> dict[str, str]:
 
 
 def _check_inputs(data_class: str, plan: str, route: str | None, n_data_subjects: int) -> None:
-    from trnsim.validation import check_int, check_str
+    from trnsim.catalog.validation import check_int, check_str
 
     check_str("data_class", data_class, error=DeployError, what=f"one of {DATA_CLASSES}")
     check_str("plan", plan, error=DeployError, what=f"one of {PLANS}")
@@ -165,7 +165,7 @@ def assess(
         explicit consent or a listed exception such as medical purposes). None means not chosen yet:
         the verdict is then 'not allowed as planned', whatever the region.
     """
-    from trnsim.validation import check_bool
+    from trnsim.catalog.validation import check_bool
 
     check_bool("monitoring", monitoring, error=DeployError)
     if plan is not None and not isinstance(plan, str):

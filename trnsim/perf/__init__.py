@@ -9,7 +9,8 @@ metrics (``metrics``) and the predicted-vs-published check on real-hardware kern
 catalog (``trnsim.target(name).core``/``.chip``); modelling choices from data/perf_model.json.
 """
 from trnsim.perf.benchmark import BenchmarkError, benchmark
-from trnsim.perf.cost import CostModelError, compute_cycles, instruction_cost_ns, tensor_peak_tflops
+from trnsim.perf.errors import CostModelError
+from trnsim.perf.cost import compute_cycles, instruction_cost_ns, tensor_peak_tflops
 from trnsim.perf.dma import dma_cost_ns, dma_params, dma_plan, stream_throughput_fraction
 from trnsim.perf.metrics import NeuronProfileMetrics, neuron_profile_metrics
 from trnsim.perf.collective import COLLECTIVE_OPS, CollectiveCost, collective_cost

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trnsim.nki.trace import Instruction
-from trnsim.perf.cost import CostModelError
+from trnsim.perf.errors import CostModelError
 
 COLLECTIVE_ENGINE = "collective"
 

@@ -19,13 +19,10 @@ from typing import Any
 
 from trnsim.nki.trace import Instruction, Operand
 from trnsim.perf import model_data
+from trnsim.perf.errors import CostModelError
 
 COMPUTE_ENGINES: tuple[str, ...] = ("tensor", "vector", "scalar", "gpsimd")
 SIXTEEN_BIT = frozenset({"bfloat16", "float16"})
-
-
-class CostModelError(ValueError):
-    """An instruction the cost model cannot price (unknown engine, malformed operands)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ def matmul_passes(core: Any, dtype: str) -> float:
 
 
 def _tensor_engine_data() -> dict:
-    from trnsim.datafiles import load_json
+    from trnsim.catalog.datafiles import load_json
 
     return load_json("tensor_engine.json")
 

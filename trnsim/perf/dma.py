@@ -133,7 +133,7 @@ def stream_throughput_fraction(bytes_per_partition: float, params: DmaParams, pa
 def published_curve(params: DmaParams) -> list[tuple[int, float]]:
     """AWS's measured [128, B] DMA throughput curve (data/dma_throughput_curve.json, validation only) as
     (bytes per partition, GB/s) at this core's DMA peak, to draw beside the model's curve."""
-    from trnsim.datafiles import load_json
+    from trnsim.catalog.datafiles import load_json
 
     pts = load_json("dma_throughput_curve.json")["points"]
     return [(int(p["bytes_per_partition"]), float(p["fraction_of_peak"]) * params.peak_bytes_per_ns) for p in pts]

@@ -7,8 +7,8 @@ from typing import Any
 
 @lru_cache(maxsize=1)
 def perf_model_data() -> dict[str, Any]:
-    """The parsed perf_model.json (via trnsim.datafiles when available, else the repo's data/ dir)."""
-    from trnsim.datafiles import load_json
+    """The parsed perf_model.json (via trnsim.catalog.datafiles when available, else the repo's data/ dir)."""
+    from trnsim.catalog.datafiles import load_json
 
     return load_json("perf_model.json")
 

@@ -29,11 +29,10 @@ import numpy as np
 
 from trnsim.nki.trace import Instruction, Trace
 from trnsim.perf import model_data
-from trnsim.perf.cost import (
-    CostModelError, compute_cycles, dependent_overhead_cycles, engine_clock_ghz,
-)
+from trnsim.perf.cost import compute_cycles, dependent_overhead_cycles, engine_clock_ghz
 from trnsim.perf.collective import CollectiveCost, collective_cost
 from trnsim.perf.dma import DmaParams, dma_params, dma_plan
+from trnsim.perf.errors import CostModelError
 
 ENGINE_NAMES: tuple[str, ...] = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "collective")
 _ENGINE_CODE = {name: i for i, name in enumerate(ENGINE_NAMES)}

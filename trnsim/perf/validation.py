@@ -15,7 +15,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from trnsim.datafiles import load_json
+from trnsim.catalog.datafiles import load_json
 
 _SHAPE = {"lhsT": (8192, 4096), "rhs": (8192, 8192)}
 

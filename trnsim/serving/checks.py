@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from trnsim.serving.hardware import ServingError
-from trnsim.validation import (
+from trnsim.serving.hardware import DTYPE_BYTES, MODES, ServingError
+from trnsim.catalog.validation import (
     check_choice,
     check_int,
     check_number,
@@ -56,8 +54,6 @@ def check_model_like(model: Any) -> None:
 def check_shape(tp: Any, batch: Any, input_tokens: Any, output_tokens: Any, dtype: Any, *,
                 batch_name: str = "batch") -> None:
     """tp, batch and token counts are whole numbers in range; dtype is a string."""
-    from trnsim.serving.estimate import DTYPE_BYTES
-
     check_int("tp", tp, error=ServingError, min_value=1, max_value=MAX_TP, allow_integral_float=False,
               fix="the number of devices one model copy is split over")
     check_int(batch_name, batch, error=ServingError, min_value=1, max_value=MAX_BATCH, allow_integral_float=False,
@@ -76,31 +72,10 @@ def check_estimate_args(model: Any, instance: Any, tp: Any, batch: Any, input_to
     check_shape(tp, batch, input_tokens, output_tokens, dtype, batch_name=batch_name)
 
 
-def check_service_times(times: Any, max_batch: int) -> None:
-    """A ServiceTimes table: finite, non-negative times and at least one replica per instance."""
-    from trnsim.serving.des import ServiceTimes
-
-    if not isinstance(times, ServiceTimes):
-        raise type_error(ServingError)(f"times={times!r}: must be a ServiceTimes from service_times() or None")
-    for name in ("prefill_ms", "decode_ms"):
-        arr = np.asarray(getattr(times, name), dtype=float)
-        if arr.ndim != 1 or arr.size < max_batch + 1:
-            raise ServingError(f"times.{name} has {arr.size} entries but max_batch={max_batch} needs "
-                               f"{max_batch + 1}; rebuild the tables with service_times()")
-        used = arr[1:max_batch + 1]
-        if not np.all(np.isfinite(used)) or np.any(used <= 0):
-            raise ServingError(f"times.{name}[1..{max_batch}] must be finite and > 0 ms (a step takes time), got "
-                               f"{used[:4].tolist()}...; rebuild the tables with service_times()")
-    check_int("times.replicas_per_instance", times.replicas_per_instance, error=ServingError, min_value=1,
-              max_value=10**6)
-
-
 def check_simulate_args(model: Any, instance: Any, tp: Any, max_batch: Any, input_tokens: Any, output_tokens: Any,
                         rate_rps: Any, mode: Any, *, instances: Any, n_requests: Any, seed: Any,
-                        warmup_fraction: Any, dtype: Any, times: Any) -> None:
-    """Arguments of :func:`trnsim.serving.simulate`, including the work the simulation would do."""
-    from trnsim.serving.des import MODES
-
+                        warmup_fraction: Any, dtype: Any) -> None:
+    """Arguments of :func:`trnsim.serving.simulate` (its ``times`` table is checked by the simulator, which owns it)."""
     check_choice("mode", mode, MODES, error=ServingError)
     check_estimate_args(model, instance, tp, max_batch, input_tokens, output_tokens, dtype, batch_name="max_batch")
     check_positive("rate_rps", rate_rps, error=ServingError, max_value=MAX_RATE_RPS, fix="requests per second")
@@ -110,13 +85,6 @@ def check_simulate_args(model: Any, instance: Any, tp: Any, max_batch: Any, inpu
               allow_integral_float=False, fix="at least 10 for percentiles")
     check_seed(seed)
     check_number("warmup_fraction", warmup_fraction, error=ServingError, min_value=0.0, max_value=0.9, max_open=True)
-    if times is not None:
-        check_service_times(times, int(max_batch))
-        per_instance = times.replicas_per_instance
-    else:
-        per_instance = None
-    if per_instance is not None:
-        check_work(int(n_requests), per_instance * int(instances))
 
 
 def check_seed(seed: Any) -> None:
@@ -135,8 +103,6 @@ def check_work(n_requests: int, replicas: int) -> None:
 def check_instances_needed_args(model: Any, instance: Any, tp: Any, max_batch: Any, input_tokens: Any,
                                 output_tokens: Any, rate_rps: Any, p99_latency_ms: Any, mode: Any, *, metric: Any,
                                 max_instances: Any, n_requests: Any, seed: Any, dtype: Any) -> None:
-    from trnsim.serving.des import MODES
-
     check_choice("mode", mode, MODES, error=ServingError)
     check_choice("metric", metric, ("latency", "ttft"), error=ServingError)
     check_estimate_args(model, instance, tp, max_batch, input_tokens, output_tokens, dtype, batch_name="max_batch")

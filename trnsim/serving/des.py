@@ -31,10 +31,9 @@ from trnsim.serving.estimate import (
     kv_bytes_per_token,
     step_times,
 )
+from trnsim.catalog.validation import check_int, type_error
 from trnsim.serving.checks import check_estimate_args, check_instances_needed_args, check_simulate_args, check_work
-from trnsim.serving.hardware import ServingError, serving_hardware
-
-MODES = ("static", "continuous")
+from trnsim.serving.hardware import MODES, ServingError, serving_hardware
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,23 @@ class ServiceTimes:
     prefill_ms: np.ndarray
     decode_ms: np.ndarray
     replicas_per_instance: int
+
+
+def _check_service_times(times: Any, max_batch: int) -> None:
+    """A ServiceTimes table: finite, non-negative times and at least one replica per instance."""
+    if not isinstance(times, ServiceTimes):
+        raise type_error(ServingError)(f"times={times!r}: must be a ServiceTimes from service_times() or None")
+    for name in ("prefill_ms", "decode_ms"):
+        arr = np.asarray(getattr(times, name), dtype=float)
+        if arr.ndim != 1 or arr.size < max_batch + 1:
+            raise ServingError(f"times.{name} has {arr.size} entries but max_batch={max_batch} needs "
+                               f"{max_batch + 1}; rebuild the tables with service_times()")
+        used = arr[1:max_batch + 1]
+        if not np.all(np.isfinite(used)) or np.any(used <= 0):
+            raise ServingError(f"times.{name}[1..{max_batch}] must be finite and > 0 ms (a step takes time), got "
+                               f"{used[:4].tolist()}...; rebuild the tables with service_times()")
+    check_int("times.replicas_per_instance", times.replicas_per_instance, error=ServingError, min_value=1,
+              max_value=10**6)
 
 
 @dataclass(frozen=True)
@@ -209,7 +225,10 @@ def simulate(
     """
     check_simulate_args(model, instance, tp, max_batch, input_tokens, output_tokens, rate_rps, mode,
                         instances=instances, n_requests=n_requests, seed=seed, warmup_fraction=warmup_fraction,
-                        dtype=dtype, times=times)
+                        dtype=dtype)
+    if times is not None:
+        _check_service_times(times, int(max_batch))
+        check_work(int(n_requests), times.replicas_per_instance * int(instances))
     if mode not in MODES:
         raise ServingError(f"mode {mode!r} unknown: use one of {MODES}")
     if not rate_rps > 0:

@@ -27,11 +27,8 @@ from typing import Any, Protocol
 
 from trnsim.serving import collectives
 from trnsim.serving.checks import check_estimate_args, check_instance, check_model_like, check_shape
-from trnsim.serving.hardware import GIB, ServingError, ServingHardware, serving_hardware
+from trnsim.serving.hardware import DTYPE_BYTES, GIB, ServingError, ServingHardware, serving_hardware
 from trnsim.training.recipes import kv_heads_per_device, padded_heads, supported_tp
-
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-"""Bytes per element of each storage dtype (a definition, not a measured constant)."""
 
 
 class ModelLike(Protocol):
@@ -291,7 +288,7 @@ def _neuron_layer(model: Any, hw: ServingHardware, tp: int, dtype: str, tokens: 
 
 
 def _serving_facts() -> dict[str, Any]:
-    from trnsim.datafiles import load_json
+    from trnsim.catalog.datafiles import load_json
 
     return {k: r["value"] for k, r in load_json("serving.json")["decode_layer"].items()}
 
@@ -300,7 +297,7 @@ def decode_residual(hw: ServingHardware) -> float:
     """The calibrated decode framework factor for ``hw``'s NeuronCore version (``data/serving.json``), 1.0 if none.
 
     It multiplies the decode step's physics time (prefill keeps physics only)."""
-    from trnsim.datafiles import load_json
+    from trnsim.catalog.datafiles import load_json
 
     rec = load_json("serving.json")["residuals"].get(hw.core_version or "")
     return 1.0 if rec is None else float(rec["value"])

@@ -15,9 +15,13 @@ from functools import lru_cache
 from typing import Mapping
 
 import trnsim
-from trnsim.datafiles import CatalogError, DataFileError, load_json
+from trnsim.catalog.datafiles import CatalogError, DataFileError, load_json
 
 GIB = 2**30
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+"""Bytes per element of each storage dtype (a definition, not a measured constant)."""
+MODES = ("static", "continuous")
+"""Batching modes of :func:`trnsim.serving.simulate`: a static batch, or continuous batching."""
 
 
 class ServingError(ValueError):
@@ -93,7 +97,7 @@ def gpu_instance_names() -> tuple[str, ...]:
 
 def serving_hardware(name: str) -> ServingHardware:
     """The :class:`ServingHardware` for an instance name (Neuron from the catalog, GPU from regions.json)."""
-    from trnsim.validation import check_str
+    from trnsim.catalog.validation import check_str
 
     check_str("instance", name, error=ServingError, what="an instance name such as 'inf2.48xlarge'")
     return _serving_hardware(name)

@@ -3,7 +3,7 @@
 ``published_runs()`` reads ``data/validation/trn1_decode.csv`` (transformers-neuronx, Neuron 2.18,
 trn1.32xlarge, TP32, batch 1, bf16); ``validate()`` predicts each row's time per output token
 with :func:`trnsim.serving.estimate` and returns leave-one-out rows for the one calibrated decode
-residual (:mod:`trnsim.calibration`). The residual multiplies the decode physics time, so a row's
+residual (:mod:`trnsim.models.calibration`). The residual multiplies the decode physics time, so a row's
 prediction at factor f is f x its physics time.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import csv
 from dataclasses import dataclass
 from functools import lru_cache
 
-from trnsim.datafiles import data_dir
+from trnsim.catalog.datafiles import data_dir
 from trnsim.serving.estimate import estimate
-from trnsim.calibration import Row, fit_factor, leave_one_out
+from trnsim.models.calibration import Row, fit_factor, leave_one_out
 
 CSV_NAME = "validation/trn1_decode.csv"
 

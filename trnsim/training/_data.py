@@ -11,11 +11,11 @@ from typing import Any
 def load(name: str) -> dict[str, Any]:
     """Return the parsed JSON file ``name`` from the project's data directory.
 
-    Uses ``trnsim.datafiles.load_json`` when the project provides it; otherwise reads the
+    Uses ``trnsim.catalog.datafiles.load_json`` when the project provides it; otherwise reads the
     repository's ``data/`` directory or the wheel's ``trnsim/data`` copy.
     """
     try:
-        from trnsim.datafiles import load_json  # type: ignore[attr-defined]
+        from trnsim.catalog.datafiles import load_json  # type: ignore[attr-defined]
     except ImportError:
         load_json = None
     if load_json is not None:

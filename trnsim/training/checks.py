@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trnsim.training.systems import PlanError
-from trnsim.validation import check_bool, check_choice, check_int, check_positive, check_str, type_error
+from trnsim.catalog.validation import check_bool, check_choice, check_int, check_positive, check_str, type_error
 
 MAX_DEVICES = 16_384
 """Simulator limit: devices (NeuronCores or GPUs) in one plan; the collective model builds every rank."""

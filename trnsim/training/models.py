@@ -255,7 +255,7 @@ def model(name: str | ModelSpec) -> ModelSpec:
     if isinstance(name, ModelSpec):
         return name
     if not isinstance(name, str):
-        from trnsim.validation import type_error
+        from trnsim.catalog.validation import type_error
 
         raise type_error(PlanError)(f"model={name!r}: must be a model name (a string such as 'llama3.1-8b') "
                                     f"or a ModelSpec, not {type(name).__name__}")

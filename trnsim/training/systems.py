@@ -68,7 +68,7 @@ def gpu_system_names() -> tuple[str, ...]:
 
 def system(name: str) -> SystemSpec:
     """The SystemSpec for a Neuron instance name (``trn1.32xlarge``) or a GPU system name."""
-    from trnsim.validation import check_str
+    from trnsim.catalog.validation import check_str
 
     check_str("instance", name, error=PlanError, what="a Neuron instance name (e.g. 'trn1.32xlarge') or a GPU system name")
     return _system(name)
@@ -82,7 +82,7 @@ def _system(name: str) -> SystemSpec:
         return _gpu_system(key.lower(), gpus[key.lower()])
     import trnsim
 
-    from trnsim.datafiles import DataFileError
+    from trnsim.catalog.datafiles import DataFileError
 
     try:
         inst = trnsim.instance(key)

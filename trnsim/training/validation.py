@@ -4,7 +4,7 @@
 /work/shared/reference/validation with its sources); ``validate()`` predicts each row's
 sequences per second with :func:`trnsim.training.estimate` at the published plan (nodes, TP,
 PP, DP, ZeRO-1, sequence length, global batch, micro-batch 1, the recipe's flash attention and
-selective recompute) and returns the leave-one-out rows (:mod:`trnsim.calibration`).
+selective recompute) and returns the leave-one-out rows (:mod:`trnsim.models.calibration`).
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import csv
 from dataclasses import dataclass
 from functools import lru_cache
 
-from trnsim.datafiles import data_dir
+from trnsim.catalog.datafiles import data_dir
 from trnsim.training.estimate import estimate
-from trnsim.calibration import Row, fit_factor, leave_one_out
+from trnsim.models.calibration import Row, fit_factor, leave_one_out
 
 CSV_NAME = "validation/trn1_training.csv"
 

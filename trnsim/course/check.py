@@ -1,0 +1,206 @@
+"""Checkers for the course's "check yourself" exercises.
+
+A checker compares a learner's answer with the simulator's own answer and returns
+a :class:`CheckResult`. The result prints as one line that starts with a tick or a
+cross; on failure it carries a *specific* hint (what was expected, how far off the
+answer is, and which idea to revisit), never just "wrong".
+
+Topic modules build their exercise checkers from :func:`expect_close`,
+:func:`expect_equal` and :func:`combine`.
+
+Autograder test cells (nbgrader, see :mod:`trnsim.course.grading`) wrap a checker call in
+:func:`require`: it prints the result when the answer is right and raises
+:class:`ExerciseNotPassed` (an ``AssertionError`` carrying the checker's hints) when it
+is not, so nbgrader scores the cell zero and its feedback shows what to fix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import functools
+import inspect
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+import numpy as np
+
+PASS_MARK = "\u2705"  # white heavy check mark
+FAIL_MARK = "\u274c"  # cross mark
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one exercise check."""
+
+    passed: bool
+    title: str
+    message: str = ""
+    hints: tuple[str, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:  # lets tests write ``assert check(...)``
+        return self.passed
+
+    def __str__(self) -> str:
+        mark = PASS_MARK if self.passed else FAIL_MARK
+        lines = [f"{mark} {self.title}" + (f": {self.message}" if self.message else "")]
+        lines += [f"   hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+class ExerciseNotPassed(AssertionError):
+    """Raised by :func:`require` for a failed check; the message is the checker's full
+    result line with its hints. An ``AssertionError``, so nbgrader scores the test cell 0."""
+
+    def __init__(self, result: CheckResult) -> None:
+        super().__init__(str(result))
+        self.result = result
+
+
+def require(result: CheckResult) -> None:
+    """Autograder form of a check: print ``result`` when it passed (returning nothing, so a
+    notebook cell shows the line once), raise
+    :class:`ExerciseNotPassed` (message: the result and its hints) when it did not.
+
+    ``result`` must be what an exercise checker returns; anything else (a learner who
+    replaced the checker call, a checker bug) is refused with a ``TypeError`` naming it.
+    """
+    __tracebackhide__ = True  # IPython and pytest hide this frame: the learner sees the hint, not our code
+    if not isinstance(result, CheckResult):
+        raise TypeError(f"require() takes the result of an exercise checker (a CheckResult), got "
+                        f"{type(result).__name__} {result!r:.80}; call it as require(check_...(your answer))")
+    if not result.passed:
+        raise ExerciseNotPassed(result)
+    print(result)
+
+
+def expect_close(
+    title: str,
+    got: Any,
+    want: Any,
+    *,
+    rtol: float = 1e-2,
+    atol: float = 0.0,
+    unit: str = "",
+    hint: str = "",
+    factor_hints: Mapping[float, str] | None = None,
+) -> CheckResult:
+    """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays).
+
+    A scalar answer off by a power of 1000 gets a units hint. ``factor_hints`` adds
+    hints for other ratios that mean a specific slip in this exercise, e.g.
+    ``{2: "a multiply-add is two FLOPs"}`` or ``{8: "bits versus bytes"}``.
+    """
+    if _unanswered(got):
+        return not_answered(title)
+    try:
+        g = np.asarray(got, dtype=np.float64)
+        w = np.asarray(want, dtype=np.float64)
+    except (TypeError, ValueError):
+        return CheckResult(False, title, f"expected a number, got {got!r}", (hint,) if hint else ())
+    if g.shape != w.shape:
+        return CheckResult(
+            False, title, f"expected shape {w.shape}, got shape {g.shape}", (hint,) if hint else ()
+        )
+    if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=False):
+        shown = _fmt(w, unit)
+        return CheckResult(True, title, f"{shown} is right")
+    if g.ndim == 0 and float(w) > 0 and not float(g) > 0:
+        # zero, negative or NaN: a ratio would read "off by 1e+09" or "1/-48 of it"; say what is wrong instead
+        what = "zero" if float(g) == 0 else ("negative" if float(g) < 0 else "not a number")
+        msg = f"you have {_fmt(g, unit)}, which is {what}, but this quantity must be positive"
+        return CheckResult(False, title, msg, ((hint,) if hint else ()) + (
+            "fill in the calculation that gives it (a zero or a sign error usually means a missing term)",))
+    if g.ndim == 0:
+        ratio = float(g) / float(w) if float(w) != 0 else float("inf")
+        msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({_ratio(ratio)})"
+        hints = [hint] if hint else []
+        known = {1e3: "check your units (kilo, mega, giga; ms versus us)", 1e6: "check your units",
+                 1e9: "check your units", **dict(factor_hints or {})}
+        for factor, why in known.items():
+            if np.isclose(ratio, factor, rtol=0.05, atol=0) or np.isclose(ratio, 1 / factor, rtol=0.05, atol=0):
+                hints.append(f"off by a factor of {factor:,g}: {why}")
+                break
+    else:
+        bad = ~np.isclose(g, w, rtol=rtol, atol=atol)
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        msg = (
+            f"{int(bad.sum())} of {bad.size} values differ; first at index {idx}: "
+            f"got {g[idx]:.6g}, expected {w[idx]:.6g}"
+        )
+        hints = [hint] if hint else []
+    return CheckResult(False, title, msg, tuple(hints))
+
+
+def expect_equal(title: str, got: Any, want: Any, *, hint: str = "") -> CheckResult:
+    """Pass when ``got == want`` (exact, for labels, counts and choices).
+
+    A blank answer (``None`` / ``...``) gets only the "fill it in" hint: the exercise's own hint is
+    computed from the answer (the ridge point, the leftover rows) and would give it away.
+    """
+    if _unanswered(got):
+        return not_answered(title)
+    if got == want:
+        return CheckResult(True, title, f"{want!r} is right")
+    return CheckResult(False, title, f"you have {got!r}, expected {want!r}", (hint,) if hint else ())
+
+
+def not_answered(title: str, hint: str = "") -> CheckResult:
+    """The result for a stub that has not been filled in yet (``None`` or ``...``).
+
+    ``hint`` must be a method, never a value derived from the answer.
+    """
+    hints = ("replace the ... (or None) with your answer and run the cell again",) + ((hint,) if hint else ())
+    return CheckResult(False, title, "not answered yet", hints)
+
+
+def _unanswered(value: Any) -> bool:
+    return value is None or value is Ellipsis
+
+
+F = TypeVar("F", bound=Callable[..., CheckResult])
+
+
+def accepts_stubs(func: F) -> F:
+    """Decorate an exercise checker so an unfilled stub (``None`` or ``...``) in any argument
+    returns a "not answered yet" result instead of crashing inside the arithmetic.
+
+    The title is the checker's docstring's first line (or its name).
+    """
+    title = (inspect.getdoc(func) or func.__name__).splitlines()[0].rstrip(".")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> CheckResult:
+        if any(_unanswered(v) for v in (*args, *kwargs.values())):
+            return not_answered(title)
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def combine(title: str, results: Iterable[CheckResult]) -> CheckResult:
+    """One result for several parts: passes only when every part passes."""
+    parts = list(results)
+    failed = [r for r in parts if not r.passed]
+    if not failed:
+        return CheckResult(True, title, f"all {len(parts)} parts correct")
+    lines = tuple(str(r).replace("\n", "\n   ") for r in failed)
+    return CheckResult(False, title, f"{len(failed)} of {len(parts)} parts need another look", lines)
+
+
+def _ratio(r: float) -> str:
+    if not np.isfinite(r) or r == 0:
+        return "not comparable"
+    if abs(r) >= 10:
+        return f"{r:,.0f} times too large"
+    if abs(r) <= 0.1:
+        return f"1/{1 / r:,.0f} of it"
+    return f"{r:.2f}x"
+
+
+def _fmt(x: np.ndarray, unit: str) -> str:
+    if np.ndim(x) == 0:
+        v = float(x)
+        s = f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:,.4g}"
+    else:
+        s = np.array2string(np.asarray(x), precision=4)
+    return f"{s} {unit}".strip()

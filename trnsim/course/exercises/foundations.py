@@ -1,0 +1,72 @@
+"""Checkers for notebooks 00 (start here) and 08 (chips and instances).
+
+Each checker recomputes the answer from the catalog, so it stays right if the data
+is corrected, and gives a hint that names the idea behind a wrong answer.
+"""
+from __future__ import annotations
+
+from trnsim.catalog import core, instance
+from trnsim.course.check import CheckResult, combine, expect_close, expect_equal, not_answered
+from trnsim.models.compare import metric_rows
+
+
+def check_flops_per_cycle(answer: float) -> CheckResult:
+    """Notebook 00: FLOPs one NeuronCore-v2 Tensor Engine completes per cycle at BF16."""
+    c = core("NC-v2")
+    want = c.pe_rows * c.pe_cols * 2
+    return expect_close(
+        "Tensor Engine FLOPs per cycle", answer, want, rtol=0,
+        hint=f"each of the {c.pe_rows} x {c.pe_cols} processing elements does one multiply and one add per cycle",
+        factor_hints={2: "a multiply-add counts as two FLOPs"},
+    )
+
+
+def check_peak_tflops(answer: float) -> CheckResult:
+    """Notebook 00: peak BF16 TFLOPS of one NeuronCore-v2 from array size and clock."""
+    c = core("NC-v2")
+    want = c.tensor_peak_tflops("bf16")
+    clock = c.engines["tensor"].clock_ghz
+    return expect_close(
+        "NeuronCore-v2 peak BF16 TFLOPS", answer, want, rtol=0.01, unit="TFLOPS",
+        hint=f"FLOPs per cycle x {clock} GHz, then divide by 1e12",
+    )
+
+
+def check_instance_choice(memory_gib_needed: float, answer: str) -> CheckResult:
+    """Notebook 08: the cheapest priced instance whose device memory holds ``memory_gib_needed``."""
+    if answer is None or answer is Ellipsis:
+        return not_answered("cheapest instance that fits", "filter by device_memory_gib, then sort by price")
+    fits = [r for r in metric_rows([i for i in _priced()], "price") if instance(r.instance).device_memory_gib >= memory_gib_needed]
+    if not fits:
+        return CheckResult(False, "cheapest instance that fits", f"no priced instance has {memory_gib_needed:g} GiB")
+    best = min(fits, key=lambda r: r.value)
+    try:
+        chosen = instance(answer)
+    except ValueError as exc:
+        return CheckResult(False, "cheapest instance that fits", str(exc))
+    if chosen.device_memory_gib < memory_gib_needed:
+        return CheckResult(False, "cheapest instance that fits",
+                           f"{answer} has only {chosen.device_memory_gib:g} GiB of device memory",
+                           (f"the model needs {memory_gib_needed:g} GiB: filter by device_memory_gib first",))
+    return expect_equal("cheapest instance that fits", chosen.name, best.instance,
+                        hint="among the instances that fit, sort by on_demand_usd_per_hour; "
+                             "instances without a public price cannot be compared")
+
+
+def check_ridge_points(trn1_flop_per_byte: float, trn2_flop_per_byte: float) -> CheckResult:
+    """Notebook 08: BF16 FLOP per byte of device-memory traffic for Trainium and Trainium2 chips."""
+    from trnsim.catalog import chip
+
+    parts = []
+    for name, got in (("trn1", trn1_flop_per_byte), ("trn2", trn2_flop_per_byte)):
+        c = chip(name)
+        want = c.peak_tflops["bf16"] * 1e12 / (c.hbm_gbytes_per_s * 1e9)
+        parts.append(expect_close(f"{c.display_name} FLOP per byte", got, want, rtol=0.02,
+                                  hint="peak FLOP/s divided by bytes/s: TFLOPS x 1e12 over GB/s x 1e9"))
+    return combine("ridge points", parts)
+
+
+def _priced() -> list[str]:
+    from trnsim.catalog import instances
+
+    return [i.name for i in instances() if i.on_demand_usd_per_hour is not None]

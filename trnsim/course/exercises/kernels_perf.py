@@ -1,0 +1,186 @@
+"""Checkers for kernel performance (notebooks 05 and 06), on top of :mod:`trnsim.models.journey`.
+
+Each returns a :class:`trnsim.course.check.CheckResult` with hints that name the idea to revisit:
+:func:`check_traffic` and :func:`check_block_choice` (the matmul journey), :func:`check_fused_softmax`
+(a one-pass softmax against :data:`trnsim.models.journey.softmax_two_pass`).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from trnsim.catalog import target as _target
+from trnsim.course.check import CheckResult, expect_close, not_answered
+from trnsim.models.journey import evaluate_blocks, journey_traffic, profile_stage, rowwise_traffic, softmax_two_pass
+
+
+# ---------------------------------------------------------------- notebook 05 checkers
+
+def check_traffic(answer_mib: float, size: int = 2048, tiles_in_block_m: int = 4, tiles_in_block_n: int = 2,
+                  target: str = "trn1") -> CheckResult:
+    """Notebook 05: HBM traffic (MiB) of ``matmul_block_free`` on square bf16 ``size`` matrices.
+
+    The reference answer is the simulator's own DMA count (``Profile.hbm_bytes``).
+    """
+    title = f"HBM traffic of block_free ({tiles_in_block_m} x {tiles_in_block_n} blocks, {size}^3 bf16)"
+    if answer_mib is None or answer_mib is Ellipsis:
+        return not_answered(title, "lhsT once, rhs once per M block, the output once")
+    blocks = {"tiles_in_block_m": tiles_in_block_m, "tiles_in_block_n": tiles_in_block_n}
+    want = profile_stage("block_free", size, size, size, blocks=blocks, target=target).hbm_bytes / 2**20
+    tr = journey_traffic("block_free", size, size, size, blocks=blocks, target=target)
+    res = expect_close(title, answer_mib, want, rtol=0.02, unit="MiB",
+                       hint="lhsT is loaded once; rhs once per M block of "
+                            f"{tiles_in_block_m} x 128 rows; the result is stored once; 2 bytes per bf16")
+    if res.passed:
+        return res
+    got = float(answer_mib)
+    one = size * size * 2 / 2**20
+    extra = []
+    if np.isclose(got, want - one, rtol=0.02):
+        extra.append(f"you left out the output: {size} x {size} bf16 = {one:.0f} MiB is written once")
+    elif np.isclose(got, (tr.lhsT_bytes + tr.out_bytes) / 2**20 + size * size * 2 * (size // 128) / 2**20, rtol=0.02):
+        extra.append("that is the hoisted kernel's traffic: blocking M means rhs is reloaded once per M *block*, "
+                     f"not once per 128-row tile ({size // (128 * tiles_in_block_m)} times, not {size // 128})")
+    elif np.isclose(got, 3 * one, rtol=0.02):
+        extra.append("that is the ideal (every matrix moved once); block_free still reloads rhs for every M block")
+    elif np.isclose(got, 2 * want, rtol=0.02) or np.isclose(got, want / 2, rtol=0.02):
+        extra.append("off by a factor of 2: a bf16 element is 2 bytes")
+    base = tuple(h for h in res.hints if "FLOPs" not in h)
+    return CheckResult(False, res.title, res.message, base + tuple(extra))
+
+
+def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_block_k: int, *,
+                       size: int = 2048, goal_pct: float = 75.0, target: str = "trn1") -> CheckResult:
+    """Notebook 05: blocks for ``matmul_fully_blocked`` that fit in SBUF and reach ``goal_pct`` of peak."""
+    title = f"block choice reaching {goal_pct:.0f}% of Tensor Engine peak at {size}^3"
+    if any(v is None or v is Ellipsis for v in (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k)):
+        return not_answered(title, "try the panel above: block sizes are counts of 128 x 512 tiles")
+    r = evaluate_blocks(size, tiles_in_block_m, tiles_in_block_n, tiles_in_block_k, target)
+    if not r.ok:
+        parts = r.budget.parts()
+        big = max(parts, key=parts.get)
+        return CheckResult(False, title, "the kernel does not run: " + r.error.splitlines()[0],
+                           (f"SBUF needs {r.budget.total / 1024:.0f} KiB per partition, {r.budget.capacity / 1024:.0f} "
+                            f"KiB are usable; the biggest part is the {big} ({parts[big] / 1024:.0f} KiB): shrink it",))
+    p = r.profile
+    if p.pct_of_tensor_peak >= goal_pct:
+        return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
+    hints = []
+    if p.bottleneck == "dma":
+        hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic in {p.dma_transfers} transfers, "
+                     f"each paying a fixed cost of {_target(target).core.dma_fixed_cost_ns / 1e3:.1f} us): bigger M and "
+                     "N blocks mean each loaded tile feeds "
+                     "more matmuls, a bigger K block fewer, larger transfers")
+    if r.budget.total > 0.6 * r.budget.capacity:
+        hints.append(f"the blocks use {r.budget.total / 1024:.0f} of {r.budget.capacity / 1024:.0f} KiB in one K step, "
+                     "so the next output block's accumulator and operands cannot be allocated while this one "
+                     "is still in use: the Tensor Engine waits between blocks (see the gap in the timeline); "
+                     "a smaller M or K block frees room for double buffering")
+    if not hints:
+        hints.append(f"bottleneck {p.bottleneck}: compare the timelines of a few choices in the panel")
+    return CheckResult(False, title, f"{p.pct_of_tensor_peak:.1f}% of peak ({p.latency_us:.0f} us), "
+                                     f"goal {goal_pct:.0f}%", tuple(hints))
+
+
+# ---------------------------------------------------------------- notebook 06 checker
+
+def _reductions(profile: Any) -> int:
+    """Number of Vector Engine reduction instructions (``tensor_reduce``) in a profiled kernel."""
+    return sum(1 for ins in profile.trace.instructions if ins.opcode == "tensor_reduce")
+
+
+FUSION_CHECK_SHAPE = (256, 512)
+FUSION_PROFILE_SHAPE = (2048, 1024)
+
+
+def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
+    """Notebook 06: a one-pass softmax kernel - right numbers, half the HBM traffic of
+    :data:`softmax_two_pass`, and no separate row-sum reduction.
+
+    Correctness on a seeded fp32 [256, 512] input against numpy; traffic and instruction mix from a
+    timing-only profile on [2048, 1024] fp32.
+    """
+    import trnsim.nki as nki
+    import trnsim.nki.typing as nt
+    from trnsim.kernels import reference
+    from trnsim.perf import profile
+    from trnsim.models.tiling import format_kernel_error
+
+    title = "fused softmax"
+    if kernel is None or kernel is Ellipsis:
+        return not_answered(title, "define softmax_fused(x) with @nki.jit and pass the function to the checker")
+    if not callable(kernel):
+        return CheckResult(False, title, f"expected a kernel function, got {type(kernel).__name__}",
+                           ("pass the function itself, check_fused_softmax(softmax_fused), without calling it",))
+    kern = kernel if isinstance(kernel, nki.Kernel) else nki.jit(kernel)
+    x = np.random.default_rng(seed).standard_normal(FUSION_CHECK_SHAPE).astype(np.float32) * 4
+    try:
+        got = nki.simulate(kern)(x)
+    except NotImplementedError:   # the student version's blank kernel body
+        return CheckResult(False, title, "not answered yet",
+                           ("write the body of softmax_fused between the markers (replace the "
+                            "raise NotImplementedError()) and run the cell again",))
+    except nki.KernelError as err:
+        return CheckResult(False, title, "the simulator rejected the kernel",
+                           (format_kernel_error(err).replace("\n", "\n   "),))
+    except Exception as err:  # a learner's kernel can fail in any way; report it, do not crash the notebook
+        return CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
+                           ("run softmax_fused on a small input yourself to see where it fails",))
+    want = reference.softmax(x)
+    got = np.asarray(got, dtype=np.float64) if got is not None else None
+    if got is None or got.shape != want.shape:
+        return CheckResult(False, title, f"expected an output of shape {want.shape}, got "
+                                         f"{None if got is None else got.shape}",
+                           ("allocate out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm), copy each result "
+                            "tile into it with nisa.dma_copy(dst=out[...], src=...), and return it",))
+    if not np.allclose(got, want, rtol=1e-3, atol=1e-6):
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        if np.allclose(got, e, rtol=1e-3, atol=1e-6) or np.allclose(got, np.exp(x), rtol=1e-3, atol=1e-6):
+            hints = ["the rows do not sum to 1: multiply exp(x - max) by the reciprocal of its row sum"]
+        elif np.allclose(got, e * e.sum(axis=1, keepdims=True), rtol=1e-3, atol=1e-6):
+            hints = ["you multiplied by the row sum: multiply by its reciprocal (nisa.reciprocal(dst=inv, data=row_sum))"]
+        else:
+            hints = ["compare with numpy on one tile: e = exp(x - rowmax), out = e / rowsum(e); "
+                     "every tile must load and store its own 128 rows"]
+        err = float(np.abs(got - want).max())
+        return CheckResult(False, title, f"wrong values (max |kernel - numpy| = {err:.2e})", tuple(hints))
+    spec = nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"]
+    try:
+        mine = profile(kern, spec, numerics=False)
+    except Exception as err:  # noqa: BLE001 - shown to the learner
+        return CheckResult(False, title, f"correct on {FUSION_CHECK_SHAPE}, but profiling on {FUSION_PROFILE_SHAPE} "
+                                         f"failed: {err}", ("the kernel must work for any rows multiple of 128",))
+    base = profile(softmax_two_pass, spec, numerics=False)
+    one_pass = rowwise_traffic(*FUSION_PROFILE_SHAPE, 4, 1)
+    problems = []
+    if mine.hbm_bytes > 1.05 * one_pass:
+        problems.append(f"your kernel moves {mine.hbm_bytes / 2**20:.0f} MiB between HBM and SBUF, the two-pass "
+                        f"baseline {base.hbm_bytes / 2**20:.0f} MiB, one pass needs {one_pass / 2**20:.0f} MiB "
+                        "(read x once, write the output once): keep exp(x - max) in SBUF instead of storing it "
+                        "to HBM and loading it back")
+    if _reductions(mine) > _reductions(reference_profile_fused()):
+        problems.append("the row sum is still a separate Vector Engine reduction (nisa.tensor_reduce or nl.sum): "
+                        "let the exp activation produce it, nisa.activation(dst=e, op=nl.exp, data=t, "
+                        "bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)")
+    if problems:
+        return CheckResult(False, title, "right numbers, but not fused yet", tuple(problems))
+    return CheckResult(True, title, f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "
+                                    f"{base.latency_us / mine.latency_us:.1f}x faster than two passes "
+                                    f"({mine.latency_us:.0f} us vs {base.latency_us:.0f} us on {FUSION_PROFILE_SHAPE})")
+
+
+@functools.lru_cache(maxsize=1)
+def reference_profile_fused():
+    """Timing-only profile of ``trnsim.kernels.softmax`` on :data:`FUSION_PROFILE_SHAPE` (the fused reference)."""
+    import trnsim.nki.typing as nt
+    from trnsim.kernels import softmax
+    from trnsim.perf import profile
+
+    return profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)
+
+
+__all__ = [
+    "check_traffic", "check_block_choice", "check_fused_softmax", "reference_profile_fused",
+]

@@ -1,1 +1,0 @@
-"""Checkers for the course's introductory exercises (notebooks 00 and 08)."""

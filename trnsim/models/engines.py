@@ -1,0 +1,255 @@
+"""Notebook 02's engine model: which operation runs on which engine, a step sequence as a real kernel, its profile.
+
+:data:`STEP_KINDS` says which operation can run on which engine (NKI architecture guide, N-ARCH2);
+:func:`build_kernel` turns a list of (step, engine) pairs into a real Beta 1 kernel (``nisa.tensor_scalar`` /
+``activation`` / ``tensor_tensor`` / ``nc_matmul`` with the chosen ``engine=``), and :func:`run_sequence`
+traces it and profiles it with ``trnsim.perf`` (scheduler and cost formulas; nothing is re-implemented here)
+and checks the numbers against numpy. The widget panel is :class:`trnsim.course.ui.engines.EnginePanel`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+SCALE = 2.0
+BIAS = 0.5
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """One operation a step can do, and the engines that can run it."""
+
+    key: str
+    label: str
+    engines: tuple[str, ...]
+    isa: str                       # the nki.isa instruction it becomes
+
+
+STEP_KINDS: dict[str, StepKind] = {s.key: s for s in (
+    StepKind("scale", f"multiply by {SCALE:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
+    StepKind("bias", f"add {BIAS:g}", ("vector", "scalar", "gpsimd"), "tensor_scalar"),
+    StepKind("scale_bias", f"{SCALE:g}x + {BIAS:g} in one two-op tensor_scalar", ("vector", "scalar", "gpsimd"),
+             "tensor_scalar"),
+    StepKind("exp", "exp(x)", ("scalar",), "activation"),
+    StepKind("fused", f"exp({SCALE:g}x + {BIAS:g}) in one activation", ("scalar",), "activation"),
+    StepKind("square", "x * x", ("vector", "gpsimd"), "tensor_tensor"),
+    StepKind("matmul", "matmul: W.T @ x (W is [P x P])", ("tensor",), "nc_matmul"),
+    StepKind("copy", "copy", ("vector", "scalar", "gpsimd"), "tensor_copy"),
+)}
+ENGINES = ("tensor", "vector", "scalar", "gpsimd")
+ENGINE_LABELS = {"tensor": "Tensor (PE)", "vector": "Vector (DVE)", "scalar": "Scalar (ACT)",
+                 "gpsimd": "GpSimd (POOL)"}
+
+PRESETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "unfused: scale, bias, exp on Scalar": (("scale", "scalar"), ("bias", "scalar"), ("exp", "scalar")),
+    "fused: one activation": (("fused", "scalar"),),
+    "two-op tensor_scalar, then exp on Scalar": (("scale_bias", "scalar"), ("exp", "scalar")),
+    "unfused, spread over engines": (("scale", "vector"), ("bias", "gpsimd"), ("exp", "scalar")),
+    "matmul, then fused activation": (("matmul", "tensor"), ("fused", "scalar")),
+}
+
+
+class SequenceError(ValueError):
+    """A step sequence that cannot run (wrong engine for an operation, bad sizes)."""
+
+
+def validate_steps(steps: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Check every (step, engine) pair; SequenceError names the rule and the engines that would work."""
+    out = []
+    in_psum = False
+    for i, (kind, engine) in enumerate(steps, start=1):
+        if kind not in STEP_KINDS:
+            raise SequenceError(f"step {i}: unknown operation {kind!r}; choose one of {', '.join(STEP_KINDS)}")
+        sk = STEP_KINDS[kind]
+        if engine not in sk.engines:
+            names = " or ".join(ENGINE_LABELS[e] for e in sk.engines)
+            raise SequenceError(f"step {i}: '{sk.label}' ({sk.isa}) cannot run on the {ENGINE_LABELS.get(engine, engine)} "
+                                f"engine; it runs on the {names} engine (NKI architecture guide)")
+        if in_psum and engine == "gpsimd":
+            raise SequenceError(f"step {i}: the GpSimd engine cannot access PSUM, where the matmul result is; "
+                                "use the Vector or Scalar engine for the first step after a matmul")
+        if kind == "matmul" and in_psum:
+            raise SequenceError(f"step {i}: the Tensor Engine reads only SBUF, but the previous matmul left its result "
+                                "in PSUM; copy it to SBUF first (a 'copy' step on Vector or Scalar)")
+        in_psum = kind == "matmul"
+        out.append((kind, engine))
+    return out
+
+
+def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
+    """A trnsim.nki kernel ``kernel(x, w)`` applying ``steps`` to each of ``tiles`` [P, F] tiles of x.
+
+    All loads are issued first (so no load queues behind a store), then each tile is transformed by
+    the steps on their engines (each writing FP32), copied
+    out of PSUM by the Vector Engine if the last step was a matmul (DMA stores from SBUF) or cast to
+    FP32 there if there are no steps, and stored (DMA).
+    """
+    import trnsim.neuronxcc.nki as nki
+    import trnsim.neuronxcc.nki.isa as nisa
+    import trnsim.neuronxcc.nki.language as nl
+
+    steps = validate_steps(steps)
+    uses_w = any(k == "matmul" for k, _ in steps)
+    uses_bias = any(k == "fused" for k, _ in steps)
+    # a step before a matmul writes FP32, and nc_matmul needs both operands in one precision class:
+    # then the weights are used in FP32 too (and the Tensor Engine runs at its FP32 rate, 1/4 of BF16)
+    fp32_matmul = any(k == "matmul" and i > 0 for i, (k, _) in enumerate(steps))
+
+    def apply(kind: str, engine: str, t: Any, w_tile: Any, w_tile32: Any, bias_tile: Any) -> Any:
+        f32 = nl.float32          # every step writes FP32, so step choices never change the bytes stored
+        if kind == "scale":
+            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, engine=engine, dtype=f32)
+        if kind == "bias":
+            return nisa.tensor_scalar(t, op0=np.add, operand0=BIAS, engine=engine, dtype=f32)
+        if kind == "scale_bias":   # (x * SCALE) + BIAS: tensor_scalar applies two ops in one pass
+            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, op1=np.add, operand1=BIAS,
+                                      engine=engine, dtype=f32)
+        if kind == "exp":
+            return nisa.activation(op=nl.exp, data=t, dtype=f32)
+        if kind == "fused":
+            return nisa.activation(op=nl.exp, data=t, scale=SCALE, bias=bias_tile, dtype=f32)
+        if kind == "square":
+            return nisa.tensor_tensor(t, t, op=np.multiply, engine=engine, dtype=f32)
+        if kind == "matmul":
+            return nisa.nc_matmul(w_tile if t.dtype_name == w_tile.dtype_name else w_tile32, t)
+        return nisa.tensor_copy(t, engine=engine, dtype=f32)
+
+    def sequence_kernel(x, w):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        p, f = w.shape[0], x.shape[1]
+        ip = nl.arange(p)[:, None]
+        jf = nl.arange(f)[None, :]
+        w_tile = nl.load(w) if uses_w else None
+        w_tile32 = nisa.tensor_copy(w_tile, engine="vector", dtype=nl.float32) if fp32_matmul else None
+        bias_tile = nl.full((p, 1), BIAS, nl.float32) if uses_bias else None
+        xbuf = nl.ndarray((tiles, nl.par_dim(p), f), dtype=x.dtype, buffer=nl.sbuf)
+        for t in nl.affine_range(tiles):            # issue every load first: no load queues behind a store
+            xbuf[t] = nl.load(x[t * p + ip, jf])
+        for t in nl.affine_range(tiles):
+            cur = xbuf[t]
+            last = None
+            for kind, engine in steps:
+                cur = apply(kind, engine, cur, w_tile, w_tile32, bias_tile)
+                last = kind
+            if last == "matmul":
+                cur = nisa.tensor_copy(cur, engine="vector", dtype=nl.float32)
+            elif last is None:
+                cur = nisa.tensor_copy(cur, engine="vector", dtype=nl.float32)
+            nl.store(out[t * p + ip, jf], value=cur)
+        return out
+
+    return nki.jit(sequence_kernel)
+
+
+def reference(steps: Sequence[tuple[str, str]], x: np.ndarray, w: np.ndarray, tiles: int) -> np.ndarray:
+    """What the sequence computes, in float32 numpy from the same (bf16) inputs, for checking the simulator."""
+    p = w.shape[0]
+    out = np.empty(x.shape, dtype=np.float32)
+    for t in range(tiles):
+        cur = x[t * p:(t + 1) * p].astype(np.float32)
+        for kind, _ in steps:
+            if kind == "scale":
+                cur = cur * SCALE
+            elif kind == "bias":
+                cur = cur + BIAS
+            elif kind == "scale_bias":
+                cur = cur * SCALE + BIAS
+            elif kind == "exp":
+                cur = np.exp(cur)
+            elif kind == "fused":
+                cur = np.exp(SCALE * cur + BIAS)
+            elif kind == "square":
+                cur = cur * cur
+            elif kind == "matmul":
+                cur = w.astype(np.float32).T @ cur
+        out[t * p:(t + 1) * p] = cur
+    return out
+
+
+@dataclass(frozen=True)
+class SequenceResult:
+    """A step sequence run on a simulated NeuronCore."""
+
+    steps: tuple[tuple[str, str], ...]
+    partitions: int
+    free: int
+    tiles: int
+    target: str
+    profile: Any                   # trnsim.perf Profile (timeline, per-engine busy time, ...)
+    max_rel_error: float           # simulator output vs numpy float32, relative to max |reference|
+
+    @property
+    def latency_us(self) -> float:
+        return float(self.profile.latency_us)
+
+    @property
+    def compute_instructions(self) -> int:
+        by = self.profile.instructions_by_engine
+        return int(sum(by.get(e, 0) for e in ENGINES))
+
+    def engine_busy_us(self) -> dict[str, float]:
+        return {e: float(self.profile.engine_busy_us[e]) for e in ENGINES + ("dma",)}
+
+    def instruction_table(self) -> str:
+        """One line per instruction: engine, opcode, start and duration (ns)."""
+        tl = self.profile.timeline
+        lines = [f"{'#':>3} {'engine':<7} {'instruction':<14} {'start ns':>9} {'ns':>7}"]
+        for i, ins in enumerate(self.profile.trace.instructions):
+            lines.append(f"{i:>3} {ins.engine:<7} {ins.opcode:<14} {tl.start_ns[i]:>9,.0f} "
+                         f"{tl.end_ns[i] - tl.start_ns[i]:>7,.0f}")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        busy = self.engine_busy_us()
+        used = ", ".join(f"{ENGINE_LABELS[e].split()[0]} {busy[e]:.2f}" for e in ENGINES if busy[e] > 0)
+        ops = " -> ".join(f"{STEP_KINDS[k].label} @{e}" for k, e in self.steps) or "(no compute)"
+        return (f"{self.tiles} tile(s) of [{self.partitions} x {self.free}] on {self.target}: {ops}\n"
+                f"  latency {self.latency_us:.2f} us; {self.compute_instructions} compute instructions; "
+                f"busy us: {used}; DMA {busy['dma']:.2f} (per engine)\n"
+                f"  {self.numerics_check()}")
+
+    def numerics_check(self, rtol: float = 1e-5) -> str:
+        """One line: does the simulator's output match numpy within ``rtol`` (relative to max |reference|)?"""
+        if self.max_rel_error <= rtol:
+            return f"result matches numpy (max relative error below {rtol:.0e})"
+        return f"result DIFFERS from numpy: max relative error {self.max_rel_error:.2e} > {rtol:.0e}"
+
+
+def run_sequence(steps: Sequence[tuple[str, str]], partitions: int = 128, free: int = 512, tiles: int = 1,
+                 target: str = "trn1", seed: int = 0) -> SequenceResult:
+    """Trace and profile the sequence on ``target`` with real numerics (small inputs; well under 100 ms)."""
+    from trnsim.nki import KernelError
+    from trnsim.perf.profile import profile
+
+    import trnsim
+
+    steps = validate_steps(steps)
+    pmax = trnsim.target(target).core.tile.pmax
+    if not 1 <= int(partitions) <= pmax:
+        raise SequenceError(f"partitions={partitions}: a tile spans 1..{pmax} partitions (nl.tile_size.pmax)")
+    if not 1 <= int(free) <= 4096:
+        raise SequenceError(f"free={free}: this demo uses 1..4096 elements per partition")
+    if not 1 <= int(tiles) <= 8:
+        raise SequenceError(f"tiles={tiles}: this demo runs 1..8 tiles")
+    import ml_dtypes
+
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((tiles * partitions, free)) * 0.5).astype(ml_dtypes.bfloat16)
+    w = (rng.standard_normal((partitions, partitions)) / np.sqrt(partitions)).astype(ml_dtypes.bfloat16)
+    kernel = build_kernel(steps, int(tiles))
+    try:
+        prof = profile(kernel, x, w, target=target)
+    except KernelError as exc:   # drop the "at <file>:<line>" pointer: it points into this generated kernel
+        msg = "\n".join(line for line in str(exc).splitlines() if not line.lstrip().startswith("at "))
+        raise SequenceError(msg) from None
+    ref = reference(steps, x, w, int(tiles))
+    got = np.asarray(prof.outputs, dtype=np.float64)
+    scale = float(np.max(np.abs(ref))) or 1.0
+    err = float(np.max(np.abs(got - ref))) / scale
+    return SequenceResult(tuple(steps), int(partitions), int(free), int(tiles), str(target), prof, err)
+
+
+__all__ = ["SCALE", "BIAS", "STEP_KINDS", "PRESETS", "ENGINES", "ENGINE_LABELS", "StepKind", "SequenceError",
+           "SequenceResult", "validate_steps", "build_kernel", "reference", "run_sequence"]
