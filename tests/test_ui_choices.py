@@ -66,7 +66,7 @@ def test_cached_tight_layout_places_the_axes_the_second_time_too():
     """The cached layout is applied to a new figure's axes (a legend outside the axes stays inside the figure)."""
     import matplotlib
     matplotlib.use("Agg")
-    from trnsim.ui.render import cached_tight_layout, panel_figure
+    from trnsim.course.ui.render import cached_tight_layout, panel_figure
 
     positions = []
     for _ in range(2):
