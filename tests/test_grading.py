@@ -271,3 +271,20 @@ def test_sync_warns_about_an_exercise_whose_checker_call_gives_no_test():
     _, report = sync_notebook(nb, where="x.ipynb")
     assert report.changed and report.tests_added == ()
     assert len(report.untested) == 1 and "x.ipynb cell 1" in report.untested[0]
+
+
+def test_worked_answers_are_collapsed_in_the_repository_notebooks():
+    """A reader of the repository's notebooks meets each worked answer collapsed (issue 14), and the sync
+    collapses every cell it converts."""
+    open_answers = []
+    for path in notebooks_in(NOTEBOOKS):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
+                if not cell.metadata.get("jupyter", {}).get("source_hidden"):
+                    open_answers.append(f"{path.name} cell {index}")
+    assert open_answers == []
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("answer = 6 * 7   # your answer\nprint(check_thing(answer))",
+                                  metadata={"tags": ["solution"]})])
+    synced, _ = sync_notebook(nb)
+    assert synced.cells[0].metadata["jupyter"]["source_hidden"] is True
