@@ -358,3 +358,35 @@ def test_student_stub_body_counts_as_not_answered():
     res = pz.check_puzzle("broadcast_add", broadcast_add)
     assert not res.passed and res.message == "not answered yet"
     assert "raise NotImplementedError()" in res.hints[1]
+
+
+@nki.jit
+def _transpose_into_sbuf(x):
+    P, F = x.shape
+    out = nl.ndarray((F, P), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    for j in range(F // 128):
+        tp = nl.ndarray((128, P), dtype=x.dtype, buffer=nl.sbuf)     # should be PSUM
+        nisa.nc_transpose(dst=tp, data=t[:, j * 128:(j + 1) * 128])
+        nl.store(out[j * 128:(j + 1) * 128, :], tp)
+    return out
+
+
+@nki.jit
+def _column_sum_swapped(x):
+    R, C = x.shape
+    out = nl.ndarray((1, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    acc = nl.ndarray((C, 1), dtype=nl.float32, buffer=nl.psum)            # x stationary: C partitions
+    nisa.nc_matmul(dst=acc, stationary=t, moving=nl.ones((128, 1), dtype=x.dtype))
+    return out
+
+
+def test_kernel_error_hints_name_the_actual_mistake():
+    """A PSUM-only destination in SBUF and swapped matmul operands get hints about what went wrong,
+    not the generic 'load first' / 'slice 128 rows' advice."""
+    r = pz.check_puzzle("transpose_te", _transpose_into_sbuf)
+    assert not r.passed and "buffer=nl.psum" in "\n".join(r.hints) and "load first" not in "\n".join(r.hints)
+    assert "allocate dst in PSUM" in r.message
+    r = pz.check_puzzle("column_sum", _column_sum_swapped)
+    assert not r.passed and "stationary" in "\n".join(r.hints) and "slice 128 rows" not in "\n".join(r.hints)

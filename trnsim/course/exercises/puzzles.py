@@ -272,7 +272,7 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in (
         diagnoses=(_d_bias_missing,)),
     Puzzle(
         "transpose_te", "2. Transpose on the Tensor Engine",
-        "x [128, F] sits in SBUF with 128 partitions; the next kernel wants x.T [F, 128]. A DMA could shuffle "
+        "x [128, F] arrives in HBM and, once loaded, sits in SBUF on 128 partitions; the next kernel wants x.T [F, 128]. A DMA could shuffle "
         "it element by element; the Tensor Engine transposes a 128 x 128 block in one instruction (into PSUM).",
         lambda x: x.T.copy(), lambda rng: (_f32(rng, 128, 512),),
         "load x once and transpose 128 x 128 blocks on the Tensor Engine, copying each out of PSUM",
@@ -387,6 +387,26 @@ _RULE_HINTS = {
     "err_missing_argument": "NKI 0.6 instructions write into a destination: nisa.<op>(dst=..., ...)",
     "err_removed_api": "that is a Beta 1 name; use the NKI 0.6 form the message gives",
 }
+
+
+def _rule_hint(err: Exception, puzzle: str = "") -> str:
+    """The hint for a KernelError: by rule, refined by what the message says went where (and the puzzle)."""
+    rule, text = getattr(err, "rule", ""), str(err)
+    if rule == "err_num_partition_exceed_arch_limit" and puzzle == "column_sum":
+        return ("the sum [1, C] has a single partition: nc_matmul's result has one partition per column of the "
+                "stationary operand, so the ones vector [128, 1] is stationary and x the moving operand")
+    if rule == "err_unsupported_memory":
+        if "got a tile in 'hbm'" in text:
+            return "engines read SBUF (or PSUM) tiles, not HBM tensors: load first"
+        if "address space 'psum'" in text:
+            return "this instruction writes the Tensor Engine's PSUM: allocate its dst with buffer=nl.psum"
+        if "got a tile in 'psum'" in text:
+            return "PSUM results go through SBUF: nisa.tensor_copy them into an SBUF tile first"
+        return "each operand must sit in the memory the message names: read which one and where it is"
+    if rule == "err_num_partition_exceed_arch_limit" and "nc_matmul" in text:
+        return ("a matmul's result has as many partitions as the stationary operand has columns: if that is too "
+                "many, swap which operand is stationary and which is moving")
+    return _RULE_HINTS.get(rule, "read the rule and the fix the simulator gives")
 
 
 # ------------------------------------------------------------------------------------------ timing
@@ -589,7 +609,7 @@ def check_puzzle(name: str, kernel: Any, *, keep: list | None = None) -> CheckRe
         if keep is not None:
             keep.append(r)
     except nki.KernelError as err:
-        hint = _RULE_HINTS.get(err.rule, "read the rule and the fix the simulator gives")
+        hint = _rule_hint(err, name)
         return CheckResult(False, title, "the simulator rejected the kernel:\n" + _indent(format_kernel_error(err)),
                            (hint,))
     except NotImplementedError:  # the student copy's stub body (nbgrader's raise NotImplementedError())

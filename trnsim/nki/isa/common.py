@@ -31,7 +31,7 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"Expected operand '{arg}' of '{api}' to be in address space '{'|'.join(buffers)}', "
                           f"but got a tile in '{t.buffer}' instead.",
                           "load HBM data into SBUF with nl.load first" if t.buffer == "hbm" else
-                          ("copy the PSUM tile to SBUF with nl.copy first" if t.buffer == "psum" else
+                          ("copy the PSUM tile to SBUF first (nisa.tensor_copy, or nl.copy)" if t.buffer == "psum" else
                            "use a tile in the required buffer"))
     base = v.view if isinstance(v, Broadcast) else v
     if t.buffer != "hbm" and not base.pfirst:
@@ -84,7 +84,10 @@ def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed
             raise KernelError("err_unsupported_memory",
                               f"Expected operand 'dst' of '{api}' to be in address space '{'|'.join(allowed)}', but "
                               f"got a tile in '{d.tensor.buffer}' instead.",
-                              "write compute results to SBUF (or PSUM) and nl.store them to HBM")
+                              (f"allocate dst in {' or '.join(b.upper() for b in allowed)}: "
+                               f"nl.ndarray(shape, dtype, buffer=nl.{allowed[0]})"
+                               + ("; results reach HBM through SBUF with a DMA (nisa.dma_copy / nl.store)"
+                                  if d.tensor.buffer == "hbm" else "")))
         if tuple(d.shape) != tuple(shape):
             if not (math.prod(d.shape) == math.prod(shape) and d.shape[0] == shape[0]):
                 check_assign_shape(d, shape, api)

@@ -39,7 +39,7 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
                 raise KernelError("err_unsupported_memory",
                                   f"Expected operand '{arg}' of '{api}' to be in address space 'hbm|sbuf', but got "
                                   "a tile in 'psum' instead.",
-                                  "copy PSUM results to SBUF (nl.copy) before moving them with DMA")
+                                  "copy PSUM results to SBUF (nisa.tensor_copy, or nl.copy) before moving them with DMA")
     ds, ss = d.shape, s.shape
     m = mask_array(mask, ds) if mask is not None else None
     if type(s) is not View or s.adv is not None or s.ranges is not st_._full_ranges:
