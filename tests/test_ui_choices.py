@@ -78,3 +78,20 @@ def test_cached_tight_layout_places_the_axes_the_second_time_too():
         positions.append(ax.get_position().x1)
     assert positions[0] < 0.8          # tight_layout made room for the legend on the right
     assert positions[1] == positions[0]
+
+
+def test_panel_log_axes_label_powers_of_ten_without_mathtext():
+    """Panels draw log-axis labels as plain text with superscripts ("10³"), the same numbers as mathtext."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from trnsim.course.ui.render import panel_figure, plain_log_labels
+
+    fig = panel_figure((4, 3))
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_xlim(1e-2, 1e4)
+    plain_log_labels(fig)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "10\u00b3" in labels and "10\u207b\u00b2" in labels
+    assert not any("$" in lab for lab in labels)
