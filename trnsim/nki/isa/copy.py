@@ -49,10 +49,11 @@ def _tensor_copy_beta1(*args, mask=None, dtype=None, engine=None, **kw):
 def _tensor_copy_06(dst, src, engine, name):
     """Copy ``src`` into ``dst`` (casting to dst's dtype) between SBUF/PSUM locations."""
     eng = {"scalar": "scalar", "gpsimd": "gpsimd"}.get(engine, "vector")
-    if eng == "scalar" and current().limits.neuroncore_version == "NC-v2":
+    ctx = current()
+    if eng == "scalar" and ctx.limits.neuroncore_version == "NC-v2":
         # nki/api nki.isa.tensor_copy: "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine"
         raise KernelError("err_unsupported_engine",
-                          f"nisa.tensor_copy on the Scalar Engine of {current().target} (NeuronCore-v2): the Scalar "
+                          f"nisa.tensor_copy on the Scalar Engine of {ctx.target} (NeuronCore-v2): the Scalar "
                           "Engine of NeuronCore-v2 has no tensor_copy",
                           "use nisa.activation(dst=..., op=nl.copy, data=src) on the Scalar Engine, or leave engine= "
                           "unset (Vector Engine)")
