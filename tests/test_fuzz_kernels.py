@@ -57,7 +57,7 @@ def test_transpose(p, f, seed):
     @nki.jit
     def k(a):
         out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
-        nl.store(out, nl.transpose(nl.load(a)))
+        nl.store(out, nl.copy(nl.transpose(nl.load(a))))   # nl.transpose gives PSUM; store takes SBUF
         return out
 
     got, rule = _run(k, x)

@@ -539,3 +539,51 @@ def test_spmd_dim_with_nc2_spreads_one_grid_axis_over_two_physical_cores():
     trace = add_block.last_trace if launch.last_trace is None else launch.last_trace
     assert trace.lnc == 2 and trace.grid == (4, 2)
     assert all(ins.core == ins.program_id[0] % 2 for ins in trace.instructions)
+
+
+def _load_rows(x, use_ap: bool):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    src = x.ap([[x.shape[1], 128], [1, x.shape[1]]], offset=0) if use_ap else x[0:128, 0:x.shape[1]]
+    nisa.dma_copy(dst=t, src=src)
+    nisa.dma_copy(dst=out[0:128, 0:x.shape[1]], src=t)
+    return out
+
+
+def test_ap_access_costs_like_the_same_slice():
+    """An HBM .ap() access whose rows are contiguous moves whole rows, not element-sized pieces: the trace records
+    the same contiguous run as the equivalent slice, so the DMA model prices both alike."""
+    from trnsim.perf import profile
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    runs, times = [], []
+    for use_ap in (False, True):
+        k = nki.jit(lambda a, u=use_ap: _load_rows(a, u))
+        np.testing.assert_array_equal(nki.simulate(k)(x), x)
+        load = k.last_trace.instructions[0]
+        runs.append(load.reads[0].contiguous_bytes)
+        times.append(profile(k, x, target="trn2").latency_us)
+    assert runs == [4096, 4096]
+    assert times[1] == pytest.approx(times[0], rel=1e-9)
+
+
+def test_ap_contiguous_run_stops_at_a_gap():
+    from trnsim.nki.tensors import _ap_contiguous_run
+    assert _ap_contiguous_run([(512, 128), (64, 8), (1, 64)]) == 512
+    assert _ap_contiguous_run([(512, 128), (128, 4), (1, 64)]) == 64     # rows of 64 with a 64-element gap
+    assert _ap_contiguous_run([(512, 128), (2, 64)]) == 1                  # every other element
+    assert _ap_contiguous_run([(512, 128)]) == 1
+
+
+def test_store_of_a_psum_tile_is_refused_in_0_6():
+    """nki.language.store takes an SBUF value; a PSUM tile must be copied out first (Beta 1 copied it silently)."""
+    def k(a):
+        out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.transpose(nl.load(a)))
+        return out
+    x = rng.standard_normal((32, 16)).astype(np.float32)
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(nki.jit(k))(x)
+    assert exc.value.rule == "err_unsupported_memory" and "PSUM" in str(exc.value)
+    assert "nisa.tensor_copy" in str(exc.value)
+    from trnsim.neuronxcc import nki as beta1
+    np.testing.assert_array_equal(beta1.simulate_kernel(beta1.jit(k), x), x.T)

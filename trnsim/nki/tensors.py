@@ -468,6 +468,20 @@ def _rt() -> _Hooks:
     return HOOKS
 
 
+def _ap_contiguous_run(pairs: list[tuple[int, int]]) -> int:
+    """Elements in the innermost contiguous run of an access pattern ``[[step, num], ...]`` (the first pair is
+    the partition access and never part of a run): inner pairs merge while each step equals the run so far,
+    e.g. ``[[P, 128], [1, 512]]`` is 512 and ``[[P, 128], [64, 8], [1, 64]]`` is 512 too."""
+    run = 1
+    for step, num in reversed(pairs[1:]):
+        if num == 1:
+            continue
+        if step != run:
+            break
+        run *= num
+    return run
+
+
 class View(NkiTensorMethods):
     """An access to part of a tensor.
 
@@ -475,7 +489,7 @@ class View(NkiTensorMethods):
     ``("r", start, step, count)`` range. ``adv`` (advanced form) is a tuple with one entry per
     tensor dim: int or IndexExpr, giving a result of the broadcast shape.
     """
-    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst")
+    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst", "ap_run")
 
     def __init__(self, tensor: Tensor, ranges, adv):
         self.tensor = tensor
@@ -483,6 +497,7 @@ class View(NkiTensorMethods):
         self.adv = adv
         self._op = None
         self._reg = None
+        self.ap_run = None    # elements per contiguous run of a .ap() access (set by View.ap)
         if adv is None:
             self.shape = tuple(r[3] for r in ranges if r[0] == "r")
             self._npkey = None
@@ -612,6 +627,8 @@ class View(NkiTensorMethods):
         """Bytes of the innermost contiguous run per partition (row for HBM tiles)."""
         t = self.tensor
         if self.adv is not None:
+            if self.ap_run is not None:
+                return self.ap_run * t.itemsize
             last = self.adv[-1]
             if isinstance(last, IndexExpr) and last.simple and last.step == 1 and last.axis == last.ndim - 1:
                 return last.size * t.itemsize
@@ -705,7 +722,9 @@ class View(NkiTensorMethods):
                               f"`{t.name or 'tile'}`{fmt_shape(t.shape)} ({size} elements)",
                               "shrink the pattern's counts or the offset")
         idx = np.unravel_index(flat, t.shape)
-        return View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
+        view = View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
+        view.ap_run = _ap_contiguous_run(pairs)
+        return view
 
     def reshape(self, shape) -> Tensor:
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an

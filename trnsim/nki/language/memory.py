@@ -7,7 +7,7 @@ from weakref import ref as _weakref
 
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa import common as _common, dma as _dmam  # noqa: F401
-from trnsim.nki.rules import KernelError
+from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, Tensor, View
 from trnsim.nki.tensors import check_bounds as _check_bounds
 from trnsim.nki.language.compute import copy
@@ -84,7 +84,8 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
 
 
 def store(dst, value, *, mask=None, **kwargs) -> None:
-    """Store an SBUF tile into HBM (a PSUM value is first copied to SBUF, as the compiler does)."""
+    """Store an SBUF tile into HBM. NKI 0.6 takes an SBUF ``value`` only (nki.language.store); the Beta 1 dialect
+    accepted a PSUM value and copied it to SBUF first, as its compiler did."""
     d = as_view(dst)
     if d.tensor.buffer != "hbm":
         raise KernelError("err_unsupported_memory",
@@ -98,6 +99,12 @@ def store(dst, value, *, mask=None, **kwargs) -> None:
     if isinstance(v, Broadcast):
         v = as_view(copy(v))
     if v.tensor.buffer == "psum":
+        if current().dialect != "beta1":
+            raise KernelError("err_unsupported_memory",
+                              f"Expected operand 'value' of 'store' to be in address space 'sbuf', but got the PSUM "
+                              f"tile {fmt_shape(v.shape)} instead: in NKI 0.6 nl.store writes an SBUF tile to HBM",
+                              "copy the PSUM tile to SBUF first (nisa.tensor_copy(dst=sbuf_tile, src=psum_tile)), "
+                              "then store the SBUF tile")
         v = as_view(copy(v))
     if v.tensor.buffer == "hbm":
         raise KernelError("err_unsupported_memory",
