@@ -14,7 +14,10 @@ import re
 from typing import Any, Callable, Iterable
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatterSciNotation
 from traitlets import TraitError, validate
@@ -33,6 +36,56 @@ DTYPE_ALIASES: dict[str, tuple[str, ...]] = {
 def panel_figure(figsize: tuple[float, float]) -> Figure:
     """A figure outside pyplot (no figure manager to create or close): cheaper for a panel redraw."""
     return Figure(figsize=figsize, dpi=PANEL_DPI)
+
+
+def clear_artists(ax: Axes) -> None:
+    """Remove what a plot function drew on ``ax`` (patches, lines, collections, texts, images, bar
+    containers, legend) and reset its data limits, but keep the Axes, its spines and its ticks.
+
+    ``ax.clear()`` would also rebuild every tick (a Line2D pair and a Text each) and their
+    transforms, which is most of the cost of a new subplot; a plot function that sets its own
+    ticks, limits and labels every time it runs draws the same picture on a cleared Axes as on a new one.
+    """
+    for c in list(ax.containers):
+        c.remove()
+    for group in (ax.patches, ax.lines, ax.collections, ax.texts, ax.images, ax.tables, ax.artists):
+        for a in list(group):
+            a.remove()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.relim()
+    ax.ignore_existing_data_limits = True
+    ax.set_autoscale_on(True)
+
+
+class PanelFigure:
+    """A panel's figure, made once per layout and redrawn in place on every update.
+
+    ``axes(key, figsize, make)`` returns the Axes ``make(fig)`` created for ``key`` the first time
+    (a tuple), cleared with :func:`clear_artists` on later calls, so the plot functions draw on the
+    same Figure, Axes and ticks each time. The figure keeps one Agg canvas, whose renderer (and
+    its text-size cache) is reused between redraws. Titles stay at the top of their Axes
+    (``axes.titley`` = 1.0): none of the panels has a top x-axis or a y offset text to lift them
+    above, and placing them automatically measures every tick label of every Axes on each redraw.
+    """
+
+    def __init__(self) -> None:
+        self._figures: dict[Any, tuple[Figure, tuple[Axes, ...]]] = {}
+        self.figure: Figure | None = None
+
+    def axes(self, key: Any, figsize: tuple[float, float],
+             make: Callable[[Figure], tuple[Axes, ...]]) -> tuple[Axes, ...]:
+        hit = self._figures.get(key)
+        if hit is None:
+            with mpl.rc_context({"axes.titley": 1.0}):
+                fig = panel_figure(figsize)
+                FigureCanvasAgg(fig)
+                hit = self._figures[key] = (fig, tuple(make(fig)))
+        else:
+            for ax in hit[1]:
+                clear_artists(ax)
+        self.figure = hit[0]
+        return hit[1]
 
 
 _LAYOUTS: dict[Any, list[dict[str, float]]] = {}
@@ -63,6 +116,9 @@ def cached_tight_layout(fig: Figure, key: Any) -> None:
                 ax.set_position(spec.get_position(fig))
         return
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine on the figure, and savefig draws a figure with any
+    # layout engine twice (once to lay it out); the layout is done, so drop it (matters for a reused figure)
+    fig.set_layout_engine(None)
     _LAYOUTS[full_key] = [{k: getattr(gs.get_subplot_params(fig), k) for k in _PARAMS} for gs in gridspecs]
 
 
