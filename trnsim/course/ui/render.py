@@ -68,7 +68,7 @@ class _TextCachingRenderer(RendererAgg):
 
     def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False,
                   mtext: Any = None) -> None:
-        if ismath:
+        if ismath or not hasattr(self, "_renderer"):
             return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         try:
             from matplotlib.font_manager import fontManager
@@ -92,7 +92,7 @@ class _TextCachingRenderer(RendererAgg):
             super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         finally:
             self._renderer = real
-        if not rec.other:
+        if rec.glyphs and not rec.other:      # nothing recorded: not drawn through draw_text_image, never replay
             _GLYPH_CACHE[key] = tuple(rec.glyphs)
             if len(_GLYPH_CACHE) > _GLYPH_CACHE_SIZE:
                 _GLYPH_CACHE.popitem(last=False)
