@@ -22,6 +22,7 @@ def _draw(ax, k: int) -> None:
     """A small plot with bars, a line, text, an annotation, a legend and a title that depend on k."""
     ax.bar(range(4), [k, 2 * k, 3, 1], color="#1f77b4", label=f"bars {k}")
     ax.plot([0, 3], [0, 3 * k], color="#d62728", label="line")
+    ax.plot([0, 3], [1, k], lw=2)            # colour from the property cycle: the first one on a new Axes
     ax.text(0.5, k, f"{k} of 10", fontsize=8)
     ax.annotate(f"peak {3 * k}", (3, 3 * k), xytext=(-30, 10), textcoords="offset points",
                 arrowprops=dict(arrowstyle="->"))

@@ -121,7 +121,7 @@ def panel_figure(figsize: tuple[float, float]) -> Figure:
 
 def clear_artists(ax: Axes) -> None:
     """Remove what a plot function drew on ``ax`` (patches, lines, collections, texts, images, bar
-    containers, legend) and reset its data limits, but keep the Axes, its spines and its ticks.
+    containers, legend) and reset its data limits and colour cycle, but keep the Axes, its spines and its ticks.
 
     ``ax.clear()`` would also rebuild every tick (a Line2D pair and a Text each) and their
     transforms, which is most of the cost of a new subplot; a plot function that sets its own
@@ -137,6 +137,7 @@ def clear_artists(ax: Axes) -> None:
     ax.relim()
     ax.ignore_existing_data_limits = True
     ax.set_autoscale_on(True)
+    ax.set_prop_cycle(None)      # the next line without a colour takes the first colour again, as on a new Axes
 
 
 class PanelFigure:
