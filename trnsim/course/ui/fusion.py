@@ -11,12 +11,17 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.models.journey import WORKLOADS, FusionResult, compare_fusion
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, PanelFigure, show
 from trnsim.course.viz.journey import plot_engine_balance, plot_traffic
 from trnsim.course.viz.timeline import plot_timeline
 
 LENGTHS = (512, 1024, 2048, 4096)
 COLS = (512, 1024, 2048)
+
+
+def _layout(fig):
+    gs = fig.add_gridspec(3, 2, height_ratios=(1.2, 1, 1))
+    return fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1]), fig.add_subplot(gs[1, :]), fig.add_subplot(gs[2, :])
 
 
 class FusionPanel:
@@ -34,6 +39,7 @@ class FusionPanel:
                                      style=style)
         self.out = widgets.Output(layout=widgets.Layout(min_height="560px"))
         self.result: FusionResult | None = None
+        self._figure = PanelFigure()
         self.summary = ""
         self.error = ""
         for w in (self.workload, self.length, self.cols):
@@ -58,15 +64,15 @@ class FusionPanel:
             return
         r = self.result
         self.summary = r.summary()
-        fig = panel_figure((11, 6.6))
-        gs = fig.add_gridspec(3, 2, height_ratios=(1.2, 1, 1))
-        plot_traffic(fig.add_subplot(gs[0, 0]), list(r.labels), [p.hbm_bytes / 2**20 for p in r.profiles],
+        ax_traffic, ax_balance, *ax_times = self._figure.axes("fusion", (11, 6.6), _layout)
+        plot_traffic(ax_traffic, list(r.labels), [p.hbm_bytes / 2**20 for p in r.profiles],
                      [b / 2**20 for b in r.estimated_bytes])
-        plot_engine_balance(fig.add_subplot(gs[0, 1]), r.profiles, r.labels)
+        plot_engine_balance(ax_balance, r.profiles, r.labels)
         t_max = max(p.latency_us for p in r.profiles)
-        for row, (lab, p) in enumerate(zip(r.labels, r.profiles), start=1):
-            plot_timeline(p, fig.add_subplot(gs[row, :]), time_range_us=(0, t_max), max_dma_rows=2,
+        for ax, lab, p in zip(ax_times, r.labels, r.profiles):
+            plot_timeline(p, ax, time_range_us=(0, t_max), max_dma_rows=2,
                           title=f"{lab}: {p.latency_us:.0f} us, bottleneck {p.bottleneck}")
+        fig = self._figure.figure
         cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 

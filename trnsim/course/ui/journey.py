@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.models.journey import BlockResult, evaluate_blocks
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, PanelFigure, show
 from trnsim.course.viz.journey import plot_engine_utilisation, plot_sbuf_budget
 from trnsim.course.viz.timeline import plot_timeline
 
@@ -28,6 +28,11 @@ def block_choices(size: int) -> dict[str, tuple[int, ...]]:
     """
     limits = {"m": size // TILE_ROWS, "n": max(1, size // TILE_COLS), "k": size // TILE_ROWS}
     return {d: tuple(b for b in BLOCK_CHOICES if b <= lim) for d, lim in limits.items()}
+
+
+def _layout(fig):
+    gs = fig.add_gridspec(2, 2, height_ratios=(1.25, 1))
+    return fig.add_subplot(gs[0, :]), fig.add_subplot(gs[1, 0]), fig.add_subplot(gs[1, 1])
 
 
 class BlockPanel:
@@ -53,6 +58,7 @@ class BlockPanel:
         self._quiet = False
         self.out = widgets.Output(layout=widgets.Layout(min_height="520px"))
         self.result: BlockResult | None = None
+        self._figure = PanelFigure()
         self.summary = ""
         self.error = ""
         for w in (self.size, self.block_m, self.block_n, self.block_k):
@@ -87,17 +93,17 @@ class BlockPanel:
         self.summary = r.summary()
         self.error = r.error
         if not r.ok:
-            fig = panel_figure((9, 2.4))
-            ax = fig.add_subplot()
+            (ax,) = self._figure.axes("does not fit", (9, 2.4), lambda fig: (fig.add_subplot(),))
             plot_sbuf_budget(ax, r.budget)
+            fig = self._figure.figure
             cached_tight_layout(fig, type(self).__name__)
             show(self.out, fig, r.summary(), error="This block choice does not fit:\n" + r.error)
             return
-        fig = panel_figure((11, 5.8))
-        gs = fig.add_gridspec(2, 2, height_ratios=(1.25, 1))
-        plot_timeline(r.profile, fig.add_subplot(gs[0, :]), max_dma_rows=3)
-        plot_engine_utilisation(fig.add_subplot(gs[1, 0]), r.profile)
-        plot_sbuf_budget(fig.add_subplot(gs[1, 1]), r.budget)
+        ax_time, ax_util, ax_sbuf = self._figure.axes("fits", (11, 5.8), _layout)
+        plot_timeline(r.profile, ax_time, max_dma_rows=3)
+        plot_engine_utilisation(ax_util, r.profile)
+        plot_sbuf_budget(ax_sbuf, r.budget)
+        fig = self._figure.figure
         cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 

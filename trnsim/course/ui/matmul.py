@@ -14,7 +14,7 @@ import numpy as np
 
 from trnsim.models.matmul_math import MATMUL_DTYPES, MatmulEstimate, estimate
 from trnsim.models.systolic import SystolicRun, example_operands, simulate_systolic
-from trnsim.course.ui.render import Choice, dtype_choice, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import Choice, dtype_choice, fit_labels, missing_choices, panel_figure, PanelFigure, show
 from trnsim.course.viz.roofline import plot_roofline
 from trnsim.course.viz.systolic import plot_systolic_state, plot_time_budget, systolic_figsize
 
@@ -68,6 +68,7 @@ class RooflinePanel:
         self.target = target_choice(target, style=wide, layout=widgets.Layout(width="160px"))
         self.out = widgets.Output(layout=widgets.Layout(min_height="330px"))
         self.result: MatmulEstimate | None = None
+        self._figure = PanelFigure()
         self.summary = ""
         self.error = ""
         for w in (self.m, self.n, self.k, self.dtype, self.target):
@@ -92,8 +93,9 @@ class RooflinePanel:
             show(self.out, error=f"Cannot estimate: {exc}")
             return
         est = self.result
-        fig = panel_figure((11.5, 4.2))
-        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.35, 1]})
+        ax1, ax2 = self._figure.axes("roofline", (11.5, 4.2),
+                                     lambda fig: fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.35, 1]}))
+        fig = self._figure.figure
         plot_roofline([est], ax1, target=est.target, dtype=est.dtype,
                       labels=[f"{est.m}x{est.k} @ {est.k}x{est.n}"])
         plot_time_budget(ax2, est)

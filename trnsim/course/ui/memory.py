@@ -17,7 +17,7 @@ from trnsim.catalog import target as get_target
 from trnsim.models.matmul_math import MATMUL_DTYPES, DmaCost, TilePlan, dma_load_cost, itemsize, plan_tiles
 from trnsim.perf.roofline import roofline
 from trnsim.course.ui.matmul import target_choice
-from trnsim.course.ui.render import dtype_choice, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import dtype_choice, fit_labels, missing_choices, PanelFigure, show
 from trnsim.course.viz.hierarchy import plot_dma_curve, plot_psum_map, plot_sbuf_map
 
 TARGETS = ("trn1", "inf2", "trn2", "trn3")
@@ -50,6 +50,12 @@ def dma_thresholds(target: str) -> dict[str, int]:
             f"{c.dma_saturate_bytes_per_partition // 1024} KiB: saturates": c.dma_saturate_bytes_per_partition}
 
 
+def _layout(fig):
+    gs = fig.add_gridspec(2, 2, width_ratios=[2.2, 1], height_ratios=[1, 1.15], hspace=0.55, wspace=0.25,
+                          left=0.07, right=0.98, top=0.87, bottom=0.08)
+    return fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1]), fig.add_subplot(gs[1, :])
+
+
 class MemoryPanel:
     """A tensor in HBM, a tile shape, a dtype and a buffer count -> SBUF/PSUM maps and DMA time."""
 
@@ -71,6 +77,7 @@ class MemoryPanel:
         self.target = target_choice(target, style=s, layout=lay)
         self.out = widgets.Output(layout=widgets.Layout(min_height="480px"))
         self.result: TilePlan | None = None
+        self._figure = PanelFigure()
         self.summary = ""
         self.error = ""
         for w in self.controls:
@@ -100,15 +107,13 @@ class MemoryPanel:
             show(self.out, error=f"Cannot place this tiling: {exc}")
             return
         self.result, self.summary = plan, plan.summary()
-        fig = panel_figure((11.5, 6.4))
-        gs = fig.add_gridspec(2, 2, width_ratios=[2.2, 1], height_ratios=[1, 1.15], hspace=0.55, wspace=0.25,
-                              left=0.07, right=0.98, top=0.87, bottom=0.08)
-        plot_sbuf_map(fig.add_subplot(gs[0, 0]), plan)
-        plot_psum_map(fig.add_subplot(gs[0, 1]), plan)
-        ax_dma = fig.add_subplot(gs[1, :])
+        ax_sbuf, ax_psum, ax_dma = self._figure.axes("memory", (11.5, 6.4), _layout)
+        plot_sbuf_map(ax_sbuf, plan)
+        plot_psum_map(ax_psum, plan)
         plot_dma_curve(ax_dma, curve, thresholds=dma_thresholds(self.target.value),
                        mark=plan.dma, ceiling_gbytes_per_s=roofline(self.target.value).dma_gbytes_per_s)
         ax_dma.minorticks_off()   # minor ticks of a log axis are a large share of a redraw
+        fig = self._figure.figure
         show(self.out, fig, self.summary)
 
     def show(self) -> widgets.Widget:

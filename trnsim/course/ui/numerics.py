@@ -17,7 +17,7 @@ import numpy as np
 
 from trnsim.models.numerics import (FORMATS, Decoded, SumResult, accumulate, decode, float_format, neighbours,
                              stochastic_up_probability, ulp)
-from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, resolve_dtype, show
+from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, PanelFigure, resolve_dtype, show
 from trnsim.course.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
@@ -134,6 +134,7 @@ class AccumulationPanel:
                           description="accumulator", resolve=resolve_dtype)
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px"))
         self.results: dict[str, SumResult] = {}
+        self._figure = PanelFigure()
         self.summary = ""
         self.error = ""
         for w in (self.steps, self.increment, self.start, self.acc):
@@ -154,8 +155,8 @@ class AccumulationPanel:
             self.results, self.summary, self.error = {}, "", str(exc)
             show(self.out, error=self.error)
             return
-        fig = panel_figure((8.5, 3.8))
-        ax = fig.add_subplot()
+        (ax,) = self._figure.axes("sums", (8.5, 3.8), lambda fig: (fig.add_subplot(),))
+        fig = self._figure.figure
         plot_accumulation(ax, list(self.results.items()))
         ax.set_title(f"start {float(self.start.value):g}, add about {float(self.increment.value):.3g} "
                      f"x {int(self.steps.value):,}", fontsize=10)

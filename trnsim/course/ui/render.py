@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import io
 import re
+from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatterSciNotation
 from traitlets import TraitError, validate
@@ -30,9 +35,138 @@ DTYPE_ALIASES: dict[str, tuple[str, ...]] = {
 """Long dtype name -> the short names the notebooks also teach; a panel accepts either."""
 
 
+class _GlyphRecorder:
+    """Stands in for a RendererAgg's C++ renderer while one text is drawn: passes ``draw_text_image`` calls
+    (one per glyph) through and records them; any other call marks the text as not replayable."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.glyphs: list[tuple[Any, ...]] = []
+        self.other = False
+
+    def draw_text_image(self, image: Any, x: Any, y: Any, angle: Any, gc: Any) -> None:
+        self.glyphs.append((np.array(image, copy=True), x, y, angle))
+        self._real.draw_text_image(image, x, y, angle, gc)
+
+    def __getattr__(self, name: str) -> Any:
+        self.other = True
+        return getattr(self._real, name)
+
+
+_GLYPH_CACHE: OrderedDict[Any, tuple[tuple[Any, ...], ...]] = OrderedDict()
+_GLYPH_CACHE_SIZE = 4096
+_TEXT_RC = ("text.hinting", "text.hinting_factor", "text.kerning_factor", "font.family")
+
+
+class _TextCachingRenderer(RendererAgg):
+    """RendererAgg that remembers the glyph bitmaps of each plain text it draws, keyed on everything the
+    bitmaps depend on (string, font files and size, exact position, angle, dpi, canvas height, hinting,
+    antialiasing), and replays them (with the current colour and clip) when the same text is drawn at the
+    same place again. A panel redraw draws mostly the same tick labels, axis labels, titles and legends
+    as the previous one, and FreeType layout and rendering of text was about 45% of a redraw
+    (tests/bench_panels.py). The output is the same pixels: only FreeType's work is skipped."""
+
+    def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False,
+                  mtext: Any = None) -> None:
+        if ismath or not hasattr(self, "_renderer"):
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        try:
+            from matplotlib.font_manager import fontManager
+
+            fonts = tuple(fontManager._find_fonts_by_props(prop))
+        except AttributeError:                 # another matplotlib: draw without the cache
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        key = (s, fonts, prop.get_size_in_points(), float(x), float(y), float(angle), self.dpi, self.height,
+               bool(gc.get_antialiased()), repr([mpl.rcParams.get(k) for k in _TEXT_RC]),
+               repr(mtext.get_fontfeatures()) if mtext is not None and hasattr(mtext, "get_fontfeatures") else None,
+               mtext.get_language() if mtext is not None and hasattr(mtext, "get_language") else None)
+        glyphs = _GLYPH_CACHE.get(key)
+        if glyphs is not None:
+            _GLYPH_CACHE.move_to_end(key)
+            for image, gx, gy, gangle in glyphs:
+                self._renderer.draw_text_image(image, gx, gy, gangle, gc)
+            return None
+        real, rec = self._renderer, _GlyphRecorder(self._renderer)
+        self._renderer = rec
+        try:
+            super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        finally:
+            self._renderer = real
+        if rec.glyphs and not rec.other:      # nothing recorded: not drawn through draw_text_image, never replay
+            _GLYPH_CACHE[key] = tuple(rec.glyphs)
+            if len(_GLYPH_CACHE) > _GLYPH_CACHE_SIZE:
+                _GLYPH_CACHE.popitem(last=False)
+        return None
+
+
+class PanelCanvas(FigureCanvasAgg):
+    """The Agg canvas of a panel figure: its renderer is a :class:`_TextCachingRenderer`."""
+
+    def get_renderer(self) -> RendererAgg:
+        w, h = self.figure.bbox.size
+        key = (w, h, self.figure.dpi)
+        if getattr(self, "_panel_renderer_key", None) != key or not isinstance(self.renderer, _TextCachingRenderer):
+            self.renderer = _TextCachingRenderer(w, h, self.figure.dpi)
+            self._panel_renderer_key = key
+        return self.renderer
+
+
 def panel_figure(figsize: tuple[float, float]) -> Figure:
-    """A figure outside pyplot (no figure manager to create or close): cheaper for a panel redraw."""
-    return Figure(figsize=figsize, dpi=PANEL_DPI)
+    """A figure outside pyplot (no figure manager to create or close): cheaper for a panel redraw. It draws
+    on a :class:`PanelCanvas` (Agg, with text glyphs reused between redraws)."""
+    fig = Figure(figsize=figsize, dpi=PANEL_DPI)
+    PanelCanvas(fig)
+    return fig
+
+
+def clear_artists(ax: Axes) -> None:
+    """Remove what a plot function drew on ``ax`` (patches, lines, collections, texts, images, bar
+    containers, legend) and reset its data limits and colour cycle, but keep the Axes, its spines and its ticks.
+
+    ``ax.clear()`` would also rebuild every tick (a Line2D pair and a Text each) and their
+    transforms, which is most of the cost of a new subplot; a plot function that sets its own
+    ticks, limits and labels every time it runs draws the same picture on a cleared Axes as on a new one.
+    """
+    for c in list(ax.containers):
+        c.remove()
+    for group in (ax.patches, ax.lines, ax.collections, ax.texts, ax.images, ax.tables, ax.artists):
+        for a in list(group):
+            a.remove()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.relim()
+    ax.ignore_existing_data_limits = True
+    ax.set_autoscale_on(True)
+    ax.set_prop_cycle(None)      # the next line without a colour takes the first colour again, as on a new Axes
+
+
+class PanelFigure:
+    """A panel's figure, made once per layout and redrawn in place on every update.
+
+    ``axes(key, figsize, make)`` returns the Axes ``make(fig)`` created for ``key`` the first time
+    (a tuple), cleared with :func:`clear_artists` on later calls, so the plot functions draw on the
+    same Figure, Axes and ticks each time. The figure keeps one Agg canvas, whose renderer (and
+    its text-size cache) is reused between redraws. Titles stay at the top of their Axes
+    (``axes.titley`` = 1.0): none of the panels has a top x-axis or a y offset text to lift them
+    above, and placing them automatically measures every tick label of every Axes on each redraw.
+    """
+
+    def __init__(self) -> None:
+        self._figures: dict[Any, tuple[Figure, tuple[Axes, ...]]] = {}
+        self.figure: Figure | None = None
+
+    def axes(self, key: Any, figsize: tuple[float, float],
+             make: Callable[[Figure], tuple[Axes, ...]]) -> tuple[Axes, ...]:
+        hit = self._figures.get(key)
+        if hit is None:
+            with mpl.rc_context({"axes.titley": 1.0}):
+                fig = panel_figure(figsize)
+                hit = self._figures[key] = (fig, tuple(make(fig)))
+        else:
+            for ax in hit[1]:
+                clear_artists(ax)
+        self.figure = hit[0]
+        return hit[1]
 
 
 _LAYOUTS: dict[Any, list[dict[str, float]]] = {}
@@ -63,6 +197,9 @@ def cached_tight_layout(fig: Figure, key: Any) -> None:
                 ax.set_position(spec.get_position(fig))
         return
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine on the figure, and savefig draws a figure with any
+    # layout engine twice (once to lay it out); the layout is done, so drop it (matters for a reused figure)
+    fig.set_layout_engine(None)
     _LAYOUTS[full_key] = [{k: getattr(gs.get_subplot_params(fig), k) for k in _PARAMS} for gs in gridspecs]
 
 

@@ -64,6 +64,27 @@ def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, n
     return rows
 
 
+def _bars(ax: Any, bars: Any, yrange: tuple[float, float], **kwargs: Any) -> Any:
+    """What ``ax.broken_barh(bars, yrange, **kwargs)`` draws, as one compound path of rectangles (bars of a row do
+    not overlap: :func:`_merge`), snapped to pixels like broken_barh's small rectangles. A timeline row has up to
+    thousands of bars; broken_barh converts units bar by bar and makes a Path per bar, most of a panel's redraw.
+    plot_timeline sets both limits itself, so the data limits are not grown."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.path import Path
+
+    xw = np.asarray(bars, dtype=float).reshape(-1, 2)
+    x0, x1 = xw[:, 0], xw[:, 0] + xw[:, 1]
+    y0, y1 = yrange[0], yrange[0] + yrange[1]
+    verts = np.empty((len(xw), 5, 2))
+    verts[:, :, 0] = np.stack([x0, x0, x1, x1, x0], axis=1)
+    verts[:, :, 1] = (y0, y1, y1, y0, y0)
+    codes = np.tile(np.array([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], dtype=Path.code_type),
+                    len(xw))
+    col = PathCollection([Path(verts.reshape(-1, 2), codes)], snap=True, **kwargs)
+    ax.add_collection(col, autolim=False)
+    return col
+
+
 def _row_intervals_us(profile: Any, eng: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (us) of each bar of a row: MultiplyMoving parts for TensorMatrix, data-moving intervals
     for DMA queues (a transfer's fixed set-up before them is not drawn), whole instructions otherwise."""
@@ -105,18 +126,18 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
             q0 = tl.dma_queue_start_ns[idx] / 1e3
             qs, qe = q0[keep], s
             qo = np.argsort(qs, kind="stable")
-            ax.broken_barh(_merge(qs[qo], qe[qo], min_gap), (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng],
+            _bars(ax, _merge(qs[qo], qe[qo], min_gap), (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng],
                            alpha=0.25, edgecolor="none")
         if eng == "collective":   # few, long calls: one bar each, outlined and named when wide enough
             ops = [profile.trace.instructions[i].opcode for i in np.asarray(idx)[keep][order]]
             bars = [(float(a), float(b - a)) for a, b in zip(s[order], e[order])]
-            ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="white", linewidth=1.0)
+            _bars(ax, bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="white", linewidth=1.0)
             for (x0, w), op in zip(bars, ops):
                 if w > (hi - lo) / 12:
                     ax.text(max(x0, lo) + min(w, hi - max(x0, lo)) / 2, y, op, ha="center", va="center",
                             fontsize=7, color="white", clip_on=True)
         else:
-            ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="none")
+            _bars(ax, bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="none")
         busy = float((e - s).sum())
         labels.append((y, label, busy))
     ax.set_yticks([y for y, _, _ in labels])
