@@ -1,0 +1,83 @@
+"""trnsim bugs found by running the official NKI tutorial kernels (tests/run_official_tutorials.py), each pinned
+with a kernel written for this file in the same style (never the tutorials' code)."""
+import numpy as np
+import pytest
+
+import trnsim.neuronxcc.nki as nki1
+import trnsim.neuronxcc.nki.isa as nisa1
+import trnsim.neuronxcc.nki.language as nl1
+import trnsim.nki as nki
+import trnsim.nki.isa as nisa
+import trnsim.nki.language as nl
+from trnsim.nki import KernelError
+
+rng = np.random.default_rng(7)
+
+
+# ---- reduce_res given as one column of a wider tile, t[:, j] (shape [P], one element per partition)
+# Beta 1 tutorials write row statistics into column j of a [P, n] tile inside a loop; the column view is [P],
+# which holds exactly one element per partition like [P, 1], and the instructions accepted it.
+
+@nki1.jit
+def _beta1_row_stats(x):
+    """out[:, 0:4] = per-block row max of x (4 blocks of 64 columns, tensor_scalar_reduce into column j),
+    out[:, 4:8] = per-block row sum of exp(x) (activation with reduce_cmd into column j)."""
+    P, F = x.shape
+    out = nl1.ndarray((P, 8), dtype=nl1.float32, buffer=nl1.shared_hbm)
+    xt = nl1.load(x)
+    stats = nl1.ndarray((P, 8), dtype=nl1.float32, buffer=nl1.sbuf)
+    for j in nl1.affine_range(4):
+        _ = nisa1.tensor_scalar_reduce(data=xt[:, nl1.ds(j * 64, 64)], op0=nl1.multiply, operand0=1.0,
+                                       reduce_op=nl1.max, reduce_res=stats[:, j])
+        _ = nisa1.activation(op=nl1.exp, data=xt[:, nl1.ds(j * 64, 64)], reduce_op=nl1.add,
+                             reduce_res=stats[:, 4 + j], reduce_cmd=nisa1.reduce_cmd.reset_reduce)
+    nl1.store(out, value=stats)
+    return out
+
+
+def test_reduce_res_may_be_a_column_view_beta1():
+    x = rng.standard_normal((128, 256)).astype(np.float32)
+    out = nki1.simulate_kernel(_beta1_row_stats, x)
+    blocks = x.reshape(128, 4, 64)
+    np.testing.assert_allclose(out[:, 0:4], blocks.max(axis=2), rtol=1e-6)
+    np.testing.assert_allclose(out[:, 4:8], np.exp(blocks).sum(axis=2), rtol=1e-5)
+
+
+def _stats_06(x):
+    P, F = x.shape
+    out = nl.ndarray((P, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xt, src=x)
+    stats = nl.ndarray((P, 4), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        junk = nl.ndarray((P, F // 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=junk, data=xt[:, j * (F // 2):(j + 1) * (F // 2)], op0=nl.add, operand0=0.0,
+                                  reduce_op=nl.max, reduce_res=stats[:, j])
+        junk2 = nl.ndarray((P, F // 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=junk2, op=nl.exp, data=xt[:, j * (F // 2):(j + 1) * (F // 2)], reduce_op=nl.add,
+                        reduce_res=stats[:, 2 + j], reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.dma_copy(dst=out, src=stats)
+    return out
+
+
+def test_reduce_res_may_be_a_column_view_06():
+    x = rng.standard_normal((128, 128)).astype(np.float32)
+    out = nki.simulate(nki.jit(_stats_06))(x)
+    halves = x.reshape(128, 2, 64)
+    np.testing.assert_allclose(out[:, 0:2], halves.max(axis=2), rtol=1e-6)
+    np.testing.assert_allclose(out[:, 2:4], np.exp(halves).sum(axis=2), rtol=1e-5)
+
+
+def test_reduce_res_with_two_elements_per_partition_is_still_refused():
+    def k(x):
+        xt = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xt, src=x)
+        r = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=xt, op=nl.exp, data=xt, reduce_op=nl.add, reduce_res=r,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=xt)
+        return out
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(nki.jit(k))(np.ones((128, 64), np.float32))
+    assert exc.value.rule == "err_shape_mismatch" and "[128, 2]" in str(exc.value) and exc.value.fix
