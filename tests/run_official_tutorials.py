@@ -163,6 +163,10 @@ ROWS = [
                  ("kernel_copy_strided_quantize_matmul_mx", "float8_e5m2 tensor_copy"),
                  ("kernel_copy_strided_quantize_matmul_mx", "float8_e5m2 dma"))
 ] + [
+    ("sdk", "/nki/deep-dives/src/mxfp-matmul", "mx_kernels.py", f"kernel_copy_strided_quantize_matmul_mx_packed_scale {d}",
+     ("mx", "kernel_copy_strided_quantize_matmul_mx_packed_scale", d))
+    for d in ("float8_e5m2 tensor_copy", "float8_e5m2 dma")
+] + [
     ("sdk", ".", "getting_started_baremetal.py", "getting_started_baremetal", ("main",)),
     ("sdk", "simulate", "nki_simulate_example.py", "nki_simulate_example", ("main",)),
     ("sdk", "tensor_addition", "tensor_addition_nki_kernels.py", "nki_tensor_add", ("add06",)),
@@ -281,7 +285,7 @@ def drive_mx(mod, name, dtypes):
         out = kernel(st, st_s, mv_data.astype(mld.bfloat16), x4[qs], x4[qm])
         mv_q, mv_s = cpu.quantize_mx_golden(mv_data, qm)
         ref = cpu.nc_matmul_mx_golden(st, mv_q, st_s, mv_s, qs, qm)
-    else:
+    else:   # kernel_copy_strided_quantize_matmul_mx[_packed_scale]
         qd = mld.float8_e5m2
         use_tensor_copy = dtypes.endswith("tensor_copy")
         K, M, N = 512, 128, 512

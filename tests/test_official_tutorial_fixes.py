@@ -81,3 +81,89 @@ def test_reduce_res_with_two_elements_per_partition_is_still_refused():
     with pytest.raises(KernelError) as exc:
         nki.simulate(nki.jit(k))(np.ones((128, 64), np.float32))
     assert exc.value.rule == "err_shape_mismatch" and "[128, 2]" in str(exc.value) and exc.value.fix
+
+
+# ---- .ap(dtype=...) reinterprets the bytes of a tensor (the MX deep-dive passes packed words as uint32 / uint8)
+
+def test_ap_dtype_reinterprets_hbm_words_as_x4_elements():
+    from trnsim.nki.packed import pack_x4, unpack_x4
+    vals = rng.choice(np.array([0.5, 1.0, -2.0, 0.25, 3.0], np.float32), size=(8, 32))
+    words = pack_x4(vals, "float8_e4m3fn_x4")            # uint32 [8, 8]: four fp8 lanes per word
+
+    def k(w):
+        x4 = w.ap(dtype=nl.float8_e4m3fn_x4, pattern=[[8, 8], [1, 8]], offset=0)
+        t = nl.ndarray((8, 8), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x4)
+        back = t.ap(dtype=nl.uint32, pattern=[[8, 8], [1, 8]], offset=0)   # and back to words, on SBUF
+        out = nl.ndarray((8, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=back)
+        return out
+    got = nki.simulate(nki.jit(k, target="trn3"))(words)
+    np.testing.assert_array_equal(got, words)
+    np.testing.assert_array_equal(unpack_x4(got, "float8_e4m3fn_x4"), vals)
+
+    # fp4 x4 words are 16 bits: two packed bytes of a uint8 tensor make one element
+    b = np.arange(64, dtype=np.uint8).reshape(4, 16)
+
+    def k2(w):
+        x4 = w.ap(dtype=nl.float4_e2m1fn_x4, pattern=[[8, 4], [1, 8]], offset=0)
+        t = nl.ndarray((4, 8), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x4)
+        out = nl.ndarray((4, 8), dtype=nl.float4_e2m1fn_x4, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    got2 = nki.simulate(nki.jit(k2, target="trn3"))(b)
+    np.testing.assert_array_equal(got2, b.view(np.uint16))
+
+
+def test_ap_dtype_needs_a_whole_number_of_new_elements():
+    def k(w):
+        x4 = w.ap(dtype=nl.float8_e5m2_x4, pattern=[[1, 1], [1, 1]], offset=0)
+        out = nl.ndarray((1, 1), dtype=nl.float8_e5m2_x4, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x4)
+        return out
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(nki.jit(k, target="trn3"))(np.zeros((3, 2), np.uint8))
+    assert exc.value.rule == "err_invalid_access_pattern" and "6 bytes" in str(exc.value) and exc.value.fix
+
+
+# ---- t.buffer compares equal to the nl memory regions (NKI: `assert t.buffer == nl.sbuf`)
+
+def test_buffer_equals_the_memory_region_objects():
+    def k(a):
+        assert a.buffer == nl.hbm and a.buffer != nl.sbuf
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        assert t.buffer == nl.sbuf and t.buffer != nl.psum and p.buffer == nl.psum and t[0:2, :].buffer == nl.sbuf
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        assert out.buffer == nl.shared_hbm
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_array_equal(nki.simulate(nki.jit(k))(x), x)
+    assert {nl.sbuf: 1}[nl.sbuf] == 1 and nl.sbuf != nl.psum
+
+
+# ---- nl.tile_size.gemm_moving_fmax is the 512-wide tiling constant on trn3 too; nc_matmul accepts up to 4096
+
+def test_trn3_tile_size_gemm_moving_fmax_is_the_tiling_constant():
+    import trnsim
+    seen = []
+
+    def k(a):
+        seen.append(nl.tile_size.gemm_moving_fmax)
+        s = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=1.0)
+        m = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=m, value=2.0)
+        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=s, moving=m)       # 1024 > 512: fine on NeuronCore-v4
+        r = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=acc)
+        out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    got = nki.simulate(nki.jit(k, target="trn3"))(np.zeros((1, 1), np.float32))
+    assert seen == [512] and trnsim.target("trn3").core.tile.gemm_moving_fmax == 4096
+    np.testing.assert_array_equal(got, np.full((128, 1024), 256.0, np.float32))
