@@ -167,3 +167,41 @@ def test_trn3_tile_size_gemm_moving_fmax_is_the_tiling_constant():
     got = nki.simulate(nki.jit(k, target="trn3"))(np.zeros((1, 1), np.float32))
     assert seen == [512] and trnsim.target("trn3").core.tile.gemm_moving_fmax == 4096
     np.testing.assert_array_equal(got, np.full((128, 1024), 256.0, np.float32))
+
+
+# ---- explicit SBUF placements are absolute: one kernel fits, a module-level allocator reused by a second call
+# does not (the attention tutorial's v9/v10 share such an allocator; trnsim counts base_addr + size exactly)
+
+class _BumpAllocator:
+    def __init__(self):
+        self.offset = 0
+
+    def take(self, nbytes):
+        addr = self.offset
+        self.offset += nbytes
+        return nki.compiler.sbuf.mod_alloc(base_addr=addr, num_free_tiles=(1,))
+
+
+_ALLOC = _BumpAllocator()
+
+
+@nki1.jit
+def _placed_copy(a):
+    out = nl1.ndarray(a.shape, dtype=a.dtype, buffer=nl1.shared_hbm)
+    big = nl1.ndarray((128, 30000), dtype=nl1.float32, buffer=_ALLOC.take(30000 * 4))   # 120,000 B per partition
+    big[:, 0:8] = nl1.load(a)
+    nl1.store(out, value=big[:, 0:8])
+    return out
+
+
+def test_explicit_placements_are_absolute_and_a_shared_allocator_keeps_counting():
+    import trnsim.nki.rules as rules
+    x = rng.standard_normal((128, 8)).astype(np.float32)
+    _ALLOC.offset = 0
+    np.testing.assert_array_equal(nki1.simulate_kernel(_placed_copy, x), x)     # 0 .. 120,000: fits
+    with pytest.raises(KernelError) as exc:
+        nki1.simulate_kernel(_placed_copy, x)                                     # 120,000 .. 240,000: does not
+    usable = rules.limits_for("trn1").sbuf_bytes_per_partition
+    assert exc.value.rule == "err_allocation_out_of_range"
+    assert "placed at byte 120000 ends at byte 240000" in str(exc.value) and str(usable) in str(exc.value)
+    assert "module-level" in exc.value.fix
