@@ -5,7 +5,8 @@ Usage::
     python tests/run_official_tutorials.py PATH [PATH ...] [--only SUBSTRING] [--list] [--timeout S]
 
 Each PATH is a checkout, or a bare git mirror, of aws-neuron/nki-samples (its ``src/nki_samples/tutorials``)
-or aws-neuron/aws-neuron-sdk (its ``nki/examples``). Nothing is downloaded and no code of theirs is copied
+or aws-neuron/aws-neuron-sdk (its ``nki/examples``, plus ``nki/deep-dives/src/mxfp-matmul``: the current NKI 0.6
+form of nki-samples' mxfp-matmul tutorial). Nothing is downloaded and no code of theirs is copied
 into this repository: each tutorial directory is extracted to a temporary directory with only the import
 lines rewritten (``import nki`` -> ``import trnsim.nki as nki``, ``neuronxcc.nki`` -> ``trnsim.neuronxcc.nki``,
 ``torch_neuronx.nki_jit`` -> ``trnsim.nki.jit``), and every row runs in its own Python process (a tutorial
@@ -16,7 +17,9 @@ decides: an exception, a failed assert or a printed "differ" fails the row), or 
 inputs and compares with the file's own numpy reference (``np_average_pool_2D``, ``numpy_attention``) or
 a numpy reference written here (matmul, mamba, the MX goldens of ``mx_cpu_utils``). A few documentation
 snippets are broken on purpose or by accident (a layout-violation example, a snippet with a syntax error);
-their rows expect that error. Prints a pass/fail table; exit status 1 if a row fails. With no PATH it
+their rows expect that error. A row is "stale" when the nki-samples file uses an API that NKI 0.6 removed (the
+aws-neuron-sdk copy has the current form) and trnsim refuses it with the documented error; the kernel is run
+again through its current copy. Prints a pass/fail table; exit status 1 if a row fails. With no PATH it
 prints a message and exits 0 (skipped).
 """
 from __future__ import annotations
