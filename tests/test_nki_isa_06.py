@@ -838,6 +838,22 @@ def test_sendrecv_round_trip_core0_consumes_core1_result():
     assert cores == [0, 1, 1, 0]   # core 1 runs between core 0's two sendrecvs
 
 
+def test_sendrecv_pairs_partners_along_the_nc_axis_of_a_grid():
+    """kernel[nl.spmd_dim(4, nl.nc(2)), 3]: programs (2i, j) and (2i + 1, j) are one core pair and exchange."""
+    def k(a):
+        i, j = nl.program_id(0), nl.program_id(1)
+        out = nl.ndarray((8, 3, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = new((1, 4), a.dtype)
+        nisa.memset(dst=t, value=float(10 * i + j))
+        got = new((1, 4), a.dtype)
+        nisa.sendrecv(src=t, dst=got, send_to_rank=1 - i % 2, recv_from_rank=1 - i % 2, pipe_id=0)
+        nisa.dma_copy(dst=out[i, j:j + 1, :], src=got)
+        return out
+    got = nki.simulate(nki.jit(k)[nl.spmd_dim(4, nl.nc(2)), 3])(np.zeros((1, 1), np.float32))
+    partner = np.array([[10 * (i ^ 1) + j for j in range(3)] for i in range(8)], np.float32)
+    np.testing.assert_array_equal(got, np.repeat(partner[:, :, None], 4, axis=2))
+
+
 def test_sendrecv_timing_only_trace_runs_both_cores():
     from trnsim.nki import typing as nt
     out, tr = nki.trace_kernel(nki.jit(_exchange)[2], nt.tensor[[128, 64], nl.float32])

@@ -1,8 +1,9 @@
 """The kernel runtime (layer 5): launching kernels, kernel arguments and results, ``jit`` / ``simulate``.
 
 ``run_kernel`` wraps numpy inputs as HBM tensors, runs the kernel function once per program id of
-the launch (an SPMD grid, or the two physical cores of an LNC=2 launch), checks and unwraps the
-outputs, and returns them with the :class:`~trnsim.nki.trace.Trace`. :class:`Kernel` is an
+the launch (an SPMD grid, or the two physical cores of an LNC=2 launch, which run interleaved: see
+:mod:`trnsim.nki.lnc`), checks and unwraps the outputs, and returns them with the
+:class:`~trnsim.nki.trace.Trace`. :class:`Kernel` is an
 ``@nki.jit`` kernel; ``simulate(kernel)(*arrays)`` runs it on the CPU simulator (numpy in, numpy out).
 """
 from __future__ import annotations

@@ -25,7 +25,7 @@ _GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}
 def _state(ctx) -> dict:
     st = getattr(ctx, "_isa_lnc_sync", None)
     if st is None:
-        st = {"barriers": {}, "mail": {}, "pending": {}, "counts": {}}
+        st = {"barriers": {}, "mail": {}, "counts": {}}
         ctx._isa_lnc_sync = st
     return st
 
