@@ -788,35 +788,105 @@ def test_nc_matmul_mx_rules():
 
 # ------------------------------------------------------------------ two-core (LNC=2) synchronisation
 
-def _exchange(a, core0_uses_it=False):
+def _exchange(a):
+    """Each core sends its half of `a` to the other; out[my half] = mine - theirs."""
     me = nl.program_id(0)
-    out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
     mine = sb(a[64 * me:64 * me + 64, :])
     got = new((64, 64), a.dtype)
     nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
-    if me == 1 or core0_uses_it:
-        total = new((64, 64), a.dtype)
-        nisa.tensor_tensor(dst=total, data1=mine, data2=got, op=nl.subtract)
-        nisa.dma_copy(dst=out, src=total)
+    total = new((64, 64), a.dtype)
+    nisa.tensor_tensor(dst=total, data1=mine, data2=got, op=nl.subtract)
+    nisa.dma_copy(dst=out[64 * me:64 * me + 64, :], src=total)
     return out
 
 
-def test_sendrecv_delivers_core0_data_to_core1():
+def test_sendrecv_exchanges_data_both_ways():
     x = rng.standard_normal((128, 64)).astype(np.float32)
     k = nki.jit(_exchange)[2]
     got = nki.simulate(k)(x)
-    np.testing.assert_array_equal(got, x[64:] - x[:64])
-    ops = [(i.engine, i.attrs["send_to_rank"], i.bytes_moved) for i in k.last_trace.instructions
+    np.testing.assert_array_equal(got[:64], x[:64] - x[64:])    # core 0 consumed what core 1 sent
+    np.testing.assert_array_equal(got[64:], x[64:] - x[:64])
+    ops = [(i.engine, i.attrs["send_to_rank"], i.bytes_moved, i.core) for i in k.last_trace.instructions
            if i.opcode == "sendrecv"]
-    assert ops == [("dma", 1, 64 * 64 * 4), ("dma", 0, 64 * 64 * 4)]
+    assert ops == [("dma", 1, 64 * 64 * 4, 0), ("dma", 0, 64 * 64 * 4, 1)]
 
 
-def test_sendrecv_data_core0_cannot_have_yet_is_an_error():
-    x = rng.standard_normal((128, 64)).astype(np.float32)
-    k = nki.jit(lambda a: _exchange(a, core0_uses_it=True))
+def _ping_pong(a):
+    """Core 0 sends a to core 1, core 1 sends 2a back, core 0 stores 2a + 1: core 0 waits for data core 1
+    computes from what core 0 sent (the cores must run interleaved)."""
+    me = nl.program_id(0)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = sb(a)
+    got = new(a.shape, a.dtype)
+    nisa.sendrecv(src=t, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    if me == 1:
+        nisa.tensor_scalar(dst=t, data=got, op0=nl.multiply, operand0=2.0)
+    back = new(a.shape, a.dtype)
+    nisa.sendrecv(src=t, dst=back, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    if me == 0:
+        nisa.tensor_scalar(dst=back, data=back, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=out, src=back)
+    return out
+
+
+def test_sendrecv_round_trip_core0_consumes_core1_result():
+    x = rng.standard_normal((32, 16)).astype(np.float32)
+    k = nki.jit(_ping_pong)[2]
+    np.testing.assert_allclose(nki.simulate(k)(x), 2 * x + 1, rtol=1e-6)
+    cores = [i.core for i in k.last_trace.instructions if i.opcode == "sendrecv"]
+    assert cores == [0, 1, 1, 0]   # core 1 runs between core 0's two sendrecvs
+
+
+def test_sendrecv_pairs_partners_along_the_nc_axis_of_a_grid():
+    """kernel[nl.spmd_dim(4, nl.nc(2)), 3]: programs (2i, j) and (2i + 1, j) are one core pair and exchange."""
+    def k(a):
+        i, j = nl.program_id(0), nl.program_id(1)
+        out = nl.ndarray((8, 3, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = new((1, 4), a.dtype)
+        nisa.memset(dst=t, value=float(10 * i + j))
+        got = new((1, 4), a.dtype)
+        nisa.sendrecv(src=t, dst=got, send_to_rank=1 - i % 2, recv_from_rank=1 - i % 2, pipe_id=0)
+        nisa.dma_copy(dst=out[i, j:j + 1, :], src=got)
+        return out
+    got = nki.simulate(nki.jit(k)[nl.spmd_dim(4, nl.nc(2)), 3])(np.zeros((1, 1), np.float32))
+    partner = np.array([[10 * (i ^ 1) + j for j in range(3)] for i in range(8)], np.float32)
+    np.testing.assert_array_equal(got, np.repeat(partner[:, :, None], 4, axis=2))
+
+
+def test_sendrecv_timing_only_trace_runs_both_cores():
+    from trnsim.nki import typing as nt
+    out, tr = nki.trace_kernel(nki.jit(_exchange)[2], nt.tensor[[128, 64], nl.float32])
+    assert out is None and sorted(i.core for i in tr.instructions if i.opcode == "sendrecv") == [0, 1]
+
+
+def test_sendrecv_without_a_peer_is_a_deadlock_error():
+    def k(a):
+        me = nl.program_id(0)
+        t = sb(a)
+        d = new(a.shape, a.dtype)
+        if me == 0:      # core 1 never makes the matching call
+            nisa.sendrecv(src=t, dst=d, send_to_rank=1, recv_from_rank=1, pipe_id=3)
+        return hbm(t)
     with pytest.raises(KernelError) as exc:
-        nki.simulate(k[2])(x)
-    assert exc.value.rule == "err_lnc_order_not_simulated" and "core 0" in str(exc.value)
+        nki.simulate(nki.jit(k)[2])(F32)
+    msg = str(exc.value)
+    assert exc.value.rule == "err_lnc_deadlock", msg
+    assert "core 0 waits at sendrecv pipe 3 #0" in msg and "core 1 ended" in msg and "same pipe_id" in exc.value.fix
+
+    def k2(a):
+        me = nl.program_id(0)
+        t = sb(a)
+        d = new(a.shape, a.dtype)
+        if me == 0:
+            nisa.sendrecv(src=t, dst=d, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+        else:
+            nisa.core_barrier(data=a, cores=(0, 1))
+        return hbm(t)
+    with pytest.raises(KernelError) as exc:
+        nki.simulate(nki.jit(k2)[2])(F32)
+    assert exc.value.rule == "err_lnc_deadlock" and "core 0 at sendrecv" in str(exc.value) \
+        and "core 1 at core_barrier #0" in str(exc.value)
 
 
 def test_sendrecv_rules():
@@ -837,28 +907,30 @@ def test_sendrecv_rules():
     assert "1024" in str(exc.value)
 
 
-def _halves(a, core0_reads_other_half=False):
+def _halves(a):
+    """Core c scales its half by c + 2 and writes it to shared HBM; after the barrier each core reads the
+    other's half: out[my half] = other - mine."""
     me = nl.program_id(0)
     shared = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
-    out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
     part = sb(a[64 * me:64 * me + 64, :])
     nisa.tensor_scalar(dst=part, data=part, op0=nl.multiply, operand0=float(me + 2))
     nisa.dma_copy(dst=shared[64 * me:64 * me + 64, :], src=part)
     nisa.core_barrier(data=shared, cores=(0, 1))
-    if me == 1 or core0_reads_other_half:
-        other = sb(shared[64 * (1 - me):64 * (1 - me) + 64, :])
-        nisa.tensor_tensor(dst=other, data1=other, data2=part, op=nl.add)
-        nisa.dma_copy(dst=out, src=other)
+    other = sb(shared[64 * (1 - me):64 * (1 - me) + 64, :])
+    nisa.tensor_tensor(dst=other, data1=other, data2=part, op=nl.subtract)
+    nisa.dma_copy(dst=out[64 * me:64 * me + 64, :], src=other)
     return out
 
 
-def test_core_barrier_orders_core0_writes_before_core1_reads():
+def test_core_barrier_orders_writes_before_reads_on_both_cores():
     x = rng.standard_normal((128, 64)).astype(np.float32)
-    got = nki.simulate(nki.jit(_halves)[2])(x)
-    np.testing.assert_allclose(got, 2 * x[:64] + 3 * x[64:], rtol=1e-6)
-    with pytest.raises(KernelError) as exc:
-        nki.simulate(nki.jit(lambda a: _halves(a, True))[2])(x)
-    assert exc.value.rule == "err_lnc_order_not_simulated" and "core_barrier" in str(exc.value)
+    k = nki.jit(_halves)[2]
+    got = nki.simulate(k)(x)
+    np.testing.assert_allclose(got[:64], 3 * x[64:] - 2 * x[:64], rtol=1e-6)   # core 0 read core 1's write
+    np.testing.assert_allclose(got[64:], 2 * x[:64] - 3 * x[64:], rtol=1e-6)
+    order = [(i.opcode, i.core) for i in k.last_trace.instructions if i.opcode == "core_barrier"]
+    assert order == [("core_barrier", 0), ("core_barrier", 1)]
 
     def k(a):
         nisa.core_barrier(data=a, cores=(0, 2))

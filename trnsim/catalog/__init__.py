@@ -114,6 +114,7 @@ class TileLimits:
     vector_free_max_psum: int
     tensor_transpose_max: tuple[int, int]
     vector_transpose_max: tuple[int, int]
+    nl_gemm_moving_fmax: int | None = None   # nl.tile_size.gemm_moving_fmax where it differs from the ISA limit
 
 
 @dataclass(frozen=True)

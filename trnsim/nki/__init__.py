@@ -22,7 +22,8 @@ Write kernels as for a real NeuronCore; only the import lines differ from the NK
 Layers (each imports only the ones before it; no cycles, and never ``trnsim.perf``):
 ``dtypes``/``rules``/``trace`` -> ``tensors`` (tensors, views, access patterns) -> ``context`` (the
 tracing state) -> ``isa`` (instructions, one family per module) -> ``language`` (built on
-instructions) -> ``runtime`` (launching, ``jit``, ``simulate``) -> this package. ``compiler`` holds the
+instructions) -> ``lnc`` (the two cores of an LNC=2 launch, run interleaved) -> ``runtime`` (launching,
+``jit``, ``simulate``) -> this package. ``compiler`` holds the
 NKI compiler directives. NKI Beta 1 (``neuronxcc.nki``) lives outside, in :mod:`trnsim.neuronxcc.nki`.
 
 The public NKI 0.6 top level is ``jit`` and ``simulate``. trnsim adds ``KernelError`` (every broken

@@ -115,6 +115,7 @@ class Limits:
     vector_free_max_psum: int | None
     neuroncore_version: str
     hbm_bytes: int = 0                 # device memory of the chip (catalog device_memory_gib * 2**30)
+    tile_gemm_moving_fmax: int = 0     # nl.tile_size.gemm_moving_fmax (gemm_moving_fmax is the ISA limit)
 
 
 def _pair(v) -> tuple[int, int]:
@@ -136,7 +137,8 @@ def _from_catalog(name: str) -> Limits:
         gemm_moving_fmax=int(tile.gemm_moving_fmax), bn_stats_fmax=int(tile.bn_stats_fmax),
         tensor_transpose_max=_pair(tile.tensor_transpose_max), vector_transpose_max=_pair(tile.vector_transpose_max),
         vector_free_max_sbuf=tile.vector_free_max_sbuf, vector_free_max_psum=tile.vector_free_max_psum,
-        neuroncore_version=str(core.version), hbm_bytes=int(float(t.chip.device_memory_gib) * 2 ** 30))
+        neuroncore_version=str(core.version), hbm_bytes=int(float(t.chip.device_memory_gib) * 2 ** 30),
+        tile_gemm_moving_fmax=int(tile.nl_gemm_moving_fmax or tile.gemm_moving_fmax))
 
 
 @lru_cache(maxsize=None)

@@ -1,8 +1,9 @@
 """The kernel runtime (layer 5): launching kernels, kernel arguments and results, ``jit`` / ``simulate``.
 
 ``run_kernel`` wraps numpy inputs as HBM tensors, runs the kernel function once per program id of
-the launch (an SPMD grid, or the two physical cores of an LNC=2 launch), checks and unwraps the
-outputs, and returns them with the :class:`~trnsim.nki.trace.Trace`. :class:`Kernel` is an
+the launch (an SPMD grid, or the two physical cores of an LNC=2 launch, which run interleaved: see
+:mod:`trnsim.nki.lnc`), checks and unwraps the outputs, and returns them with the
+:class:`~trnsim.nki.trace.Trace`. :class:`Kernel` is an
 ``@nki.jit`` kernel; ``simulate(kernel)(*arrays)`` runs it on the CPU simulator (numpy in, numpy out).
 """
 from __future__ import annotations
@@ -210,7 +211,21 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
     blas.__enter__()
     try:
         ids = list(np.ndindex(*grid)) if grid else [()]
-        for n_pid, pid in enumerate(ids):
+        ctx.lnc_axis = lnc_axis
+
+        def end_of_instance():
+            # release everything on-chip the program instance still holds
+            while len(ctx.scopes) > 1:
+                ctx.pop_scope()
+            for r in ctx.scopes[0]:
+                t = r()
+                if t is not None:
+                    ctx.release(t)
+            ctx.scopes = [[]]
+
+        if ctx.lnc == 2:
+            result = _run_lnc_pairs(ctx, ids, lnc_axis, func, wrapped_args, wrapped_kw, end_of_instance)
+        for n_pid, pid in enumerate(ids if ctx.lnc != 2 else ()):
             ctx.program_id = tuple(int(p) for p in pid)
             ctx.core = (pid[lnc_axis] if pid else n_pid) % ctx.lnc
             ctx.shared_pos = 0
@@ -219,14 +234,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
             ctx.n_affine = 0
             ctx.affine_writes = {}
             result = func(*wrapped_args, **wrapped_kw)
-            # end of instance: release everything on-chip it still holds
-            while len(ctx.scopes) > 1:
-                ctx.pop_scope()
-            for r in ctx.scopes[0]:
-                t = r()
-                if t is not None:
-                    ctx.release(t)
-            ctx.scopes = [[]]
+            end_of_instance()
         outputs = _unwrap(ctx, result)
         trace = ctx.trace()   # while the cyclic GC is still off (the trace is many small objects)
     except KernelError as exc:
@@ -245,6 +253,37 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
             if t.written and isinstance(orig, np.ndarray) and orig.flags.writeable:
                 orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data
     return outputs, trace
+
+
+def _run_lnc_pairs(ctx: Context, ids: list, lnc_axis: int, func: Callable, args: list, kwargs: dict,
+                   end_of_instance: Callable):
+    """An LNC=2 launch: program instances 2i and 2i+1 along the ``nc`` axis are the two physical cores of one
+    pair; each pair runs interleaved (:class:`trnsim.nki.lnc.LncPair`), pairs one after another."""
+    from trnsim.nki.lnc import PER_PROGRAM, LncPair, fresh_program_state
+    pairs: dict = {}
+    for n_pid, pid in enumerate(ids):
+        pid = tuple(int(p) for p in pid)
+        key = pid[:lnc_axis] + (pid[lnc_axis] // 2,) + pid[lnc_axis + 1:] if pid else (n_pid // 2,)
+        core = (pid[lnc_axis] if pid else n_pid) % 2
+        pairs.setdefault(key, []).append((pid, core))
+
+    def body(pid, core):
+        out = func(*args, **kwargs)
+        end_of_instance()
+        return out
+
+    result = None
+    for programs in pairs.values():
+        baseline = {k: getattr(ctx, k) for k in PER_PROGRAM}
+        run = LncPair(ctx, programs, lambda pid, core: fresh_program_state(ctx, pid, core))
+        ctx.lnc_run = run
+        try:
+            result = run.run(body)
+        finally:
+            ctx.lnc_run = None
+            for k, v in baseline.items():
+                setattr(ctx, k, v)
+    return result
 
 
 # ---------------------------------------------------------------------------- launching

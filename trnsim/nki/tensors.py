@@ -686,9 +686,15 @@ class View(NkiTensorMethods):
                               "runtime offsets (scalar_offset= / vector_offset=) in .ap() are not simulated by trnsim",
                               "use a compile-time offset= (a Python int)")
         if dtype is not None and _dtype_name(dtype) != t.dtype_name:
-            raise KernelError("err_unsupported_access_pattern",
-                              f".ap(dtype=...) reinterpreting {t.dtype_name} is not simulated by trnsim",
-                              "cast with nl.copy(x, dtype=...) or nisa.tensor_copy into a tile of the new dtype")
+            own = self.offset_elements() * t.itemsize
+            t = _reinterpret(t, _dtype_name(dtype))
+            if offset is None:
+                if own % t.itemsize:
+                    raise KernelError("err_invalid_access_pattern",
+                                      f".ap(dtype={t.dtype_name}) on a view starting at byte {own}, which is not a "
+                                      f"multiple of {t.itemsize} (the new element size)",
+                                      "pass offset= in elements of the new dtype")
+                offset = own // t.itemsize
         try:
             pairs = [(int(p[0]), int(p[1])) for p in pattern]
         except (TypeError, ValueError, IndexError):
@@ -725,6 +731,7 @@ class View(NkiTensorMethods):
         view = View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
         view.ap_run = _ap_contiguous_run(pairs)
         return view
+
 
     def reshape(self, shape) -> Tensor:
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
@@ -828,6 +835,35 @@ class View(NkiTensorMethods):
 
 
 # Tensor operators delegate to the full view
+
+def _reinterpret(t: "Tensor", name: str) -> "Tensor":
+    """The bytes of tensor ``t`` seen as dtype ``name`` (``.ap(dtype=...)``): the same allocation, flattened
+    to elements of the new size (HBM: [n]; on-chip: [partitions, n] per partition)."""
+    isz = dt.itemsize(name)
+    onchip = t.buffer != "hbm" and len(t.shape) > 1
+    nbytes = t.bytes_per_partition if onchip else int(np.prod(t.shape)) * t.itemsize
+    if t.pdim != 0 or nbytes % isz:
+        raise KernelError("err_invalid_access_pattern",
+                          f".ap(dtype={name}) reinterprets `{t.name or 'tile'}`{fmt_shape(t.shape)} {t.dtype_name}: "
+                          f"its {nbytes} bytes{' per partition' if onchip else ''} are not a whole number of "
+                          f"{isz}-byte {name} elements",
+                          f"reinterpret a tensor whose size{' per partition' if onchip else ''} is a multiple of "
+                          f"{isz} bytes")
+    shape = (t.shape[0], nbytes // isz) if onchip else (nbytes // isz,)
+    data = None
+    if t.data is not None:
+        data = np.ascontiguousarray(t.data)
+        if data is not t.data:   # the view must share the tensor's memory (writes through it are real writes)
+            t.data = data
+        data = data.view(np.uint8).reshape(shape[:-1] + (-1,)).view(dt.storage_dtype(name)).reshape(shape)
+    new = Tensor(t.ctx, shape, name, t.buffer, t.name, kind=t.kind, alloc_id=t.alloc_id, data=data)
+    new.mutable = t.mutable
+    new.depth = t.depth
+    new.root = t.root or t
+    new.written = t.written
+    return new
+
+
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
               "__rtruediv__", "__pow__", "__neg__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__"):
     setattr(Tensor, _name, (lambda n: lambda self, *a: getattr(self.full_view(), n)(*a))(_name))

@@ -70,11 +70,11 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
         _accum.save(ctx, engine, acc if ctx.numerics else None)
         if reduce_res is not None:
             rv = as_view(reduce_res)
-            if tuple(rv.shape) != (P, 1):
+            if rv.shape[0] != P or free_size(rv.shape) != 1:
                 raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
                                   f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
             if ctx.numerics:
-                write(rv, acc.reshape(P, 1))
+                write(rv, acc.reshape(rv.shape))
             writes.append(rv)
         red_name = None                     # handled through the accumulator
     if red_name is not None:

@@ -216,7 +216,7 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
     rv = None
     if reduce_res is not None:
         rv = as_view(reduce_res)
-        if tuple(rv.shape) != (P, 1):
+        if rv.shape[0] != P or free_size(rv.shape) != 1:
             raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
                               f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
     shape = tuple(v.shape)
@@ -235,7 +235,7 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
         part = REDUCE[rname](res, axis=tuple(range(1, res.ndim))).reshape(P)
         acc = np.asarray(ALU[rname](acc, part), dtype=np.float32)
         if rv is not None:
-            write(rv, (-acc if reduce_res_negate else acc).reshape(P, 1))
+            write(rv, (-acc if reduce_res_negate else acc).reshape(rv.shape))
     _accum.save(ctx, "vector", acc if ctx.numerics else None)
     n = free_size(shape)
     writes = (dview, rv) if rv is not None else (dview,)

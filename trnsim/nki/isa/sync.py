@@ -1,14 +1,12 @@
 """Two-core synchronisation and exchange inside a logical NeuronCore (LNC=2, NeuronCore-v3+):
 ``core_barrier`` and ``sendrecv``.
 
-trnsim runs the two physical cores of an LNC=2 launch one after the other (core 0's program, then core
-1's; :func:`trnsim.nki.runtime.run_kernel`). Both instructions are traced for the performance model in
-every case. Numerically, data flowing from core 0 to core 1 is exact: core 1 runs later and sees what
-core 0 wrote or sent. Data flowing from core 1 to core 0 cannot reach core 0 in time: when core 1 reaches
-the matching ``sendrecv`` / ``core_barrier``, trnsim checks whether core 0 consumed data it should have
-received from core 1 (it read the ``dst`` of its ``sendrecv``, or read after its ``core_barrier`` a part
-of ``data`` that core 1 wrote before the barrier) and raises a KernelError instead of a wrong answer.
-Interleaving the two cores at these rendezvous points needs runtime support trnsim does not have yet.
+The two physical cores of an LNC=2 launch run interleaved (:mod:`trnsim.nki.lnc`): a core that reaches a
+``sendrecv`` posts its ``src`` and waits until the other core's matching ``sendrecv`` (same ``pipe_id``, same
+position in that pipe) has posted its data; a core that reaches a ``core_barrier`` waits until the other core
+reaches its barrier of the same count. Data therefore flows both ways, and writes before a barrier are seen
+by the other core's reads after it. A wait that can never end is a KernelError (``err_lnc_deadlock``).
+Both instructions are traced for the performance model.
 """
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ _GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}
 def _state(ctx) -> dict:
     st = getattr(ctx, "_isa_lnc_sync", None)
     if st is None:
-        st = {"barriers": {}, "mail": {}, "pending": {}, "counts": {}}
+        st = {"barriers": {}, "mail": {}, "counts": {}}
         ctx._isa_lnc_sync = st
     return st
 
@@ -44,25 +42,26 @@ def _need_lnc2(ctx, api: str) -> None:
 
 
 def _instance(ctx) -> tuple:
-    """(program instance of the LNC pair, core): instances 2i and 2i+1 are the two cores of one pair."""
-    return tuple(ctx.program_id[:-1]) + ((ctx.program_id[-1] // 2,) if ctx.program_id else ()), ctx.core
+    """(program instance of the LNC pair, core): instances 2i and 2i+1 along the nc axis are one pair."""
+    pid = tuple(ctx.program_id)
+    if not pid:
+        return (), ctx.core
+    ax = min(getattr(ctx, "lnc_axis", 0), len(pid) - 1)
+    return pid[:ax] + (pid[ax] // 2,) + pid[ax + 1:], ctx.core
 
 
-def _regions(ctx, lo: int, hi: int, pid, alloc_id: int, kind: str) -> list:
-    out = []
-    for ins in ctx.instructions[lo:hi]:
-        if ins.program_id != pid:
-            continue
-        for op in (ins.reads if kind == "read" else ins.writes):
-            r = op.region
-            if r.alloc_id == alloc_id:
-                out.append((r.partition_start, r.partition_start + r.partitions, r.byte_start, r.byte_stop,
-                            ins.index))
-    return out
+def _wait(ctx, ready, what: str) -> None:
+    run = getattr(ctx, "lnc_run", None)
+    if run is not None:
+        run.wait(ready, what)
+    elif not ready():   # not reached: LNC=2 launches always run through trnsim.nki.lnc
+        raise KernelError("err_lnc_deadlock", f"{what} waits for the other core, which is not running",
+                          "launch the kernel as kernel[2](...)")
 
 
-def _overlap(a, b) -> bool:
-    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+def _where() -> str:
+    from trnsim.nki.rules import short_location
+    return short_location() or "kernel"
 
 
 def core_barrier(data, cores, engine=_engine.gpsimd, name=None) -> NkiInstruction:
@@ -86,26 +85,9 @@ def core_barrier(data, cores, engine=_engine.gpsimd, name=None) -> NkiInstructio
     idx = ctx.emit(api, eng, (v,), (), {"cores": (0, 1)}, 0, 0, 1, 1)
     mine = st["barriers"].setdefault((inst, core), [])
     mine.append(idx)
-    if core == 1 and ctx.numerics:
-        other = st["barriers"].get((inst, 0), [])
-        k = len(mine) - 1
-        if k < len(other):
-            b0 = other[k]
-            pid0 = ctx.instructions[b0].program_id
-            aid = ctx.instructions[idx].reads[0].region.alloc_id
-            start1 = min(i for i in range(b0, idx + 1) if ctx.instructions[i].program_id == ctx.program_id)
-            reads0 = _regions(ctx, b0 + 1, start1, pid0, aid, "read")
-            writes1 = _regions(ctx, start1, idx, ctx.program_id, aid, "write")
-            for r in reads0:
-                for w in writes1:
-                    if _overlap(r, w):
-                        raise KernelError(
-                            "err_lnc_order_not_simulated",
-                            f"core 0 read `{v.tensor.name}` after core_barrier #{k} (instruction {r[4]}) where core 1 "
-                            f"writes before that barrier (instruction {w[4]}); trnsim runs core 0 to completion before "
-                            "core 1, so core 0 would have read stale data",
-                            "simulate the consumer on core 1 only (if nl.program_id(0) == 1: ...), or time the kernel "
-                            "with trnsim.perf (timing-only traces are exact for this pattern)")
+    other = st["barriers"].setdefault((inst, 1 - core), [])
+    n = len(mine)
+    _wait(ctx, lambda: len(other) >= n, f"core_barrier #{n - 1} (instruction {idx}, {_where()})")
     return NkiInstruction(idx)
 
 
@@ -147,33 +129,14 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=_dma_en
     attrs = {"api": api, "partitions": int(s.shape[0]), "bytes_per_partition": bpp, "src": "sbuf", "dst": "sbuf",
              "send_to_rank": int(send_to_rank), "recv_from_rank": int(recv_from_rank), "pipe_id": pipe_id}
     idx = ctx.emit(api, eng, (s,), (d,), attrs, 0, bpp * s.shape[0], free_size(s.shape), s.shape[0])
+    payload = np.array(read(s, raw=True), copy=True) if ctx.numerics else None
+    st["mail"][(inst, pipe_id, core, int(send_to_rank), k)] = payload
+    in_key = (inst, pipe_id, int(recv_from_rank), core, k)
+    _wait(ctx, lambda: in_key in st["mail"],
+          f"sendrecv pipe {pipe_id!r} #{k} from core {int(recv_from_rank)} (instruction {idx}, {_where()})")
+    msg = st["mail"].pop(in_key)
     if ctx.numerics:
-        payload = np.array(read(s, raw=True), copy=True)
-        out_key = (inst, pipe_id, core, int(send_to_rank), k)
-        pending = st["pending"].pop(out_key, None)
-        if pending is not None:          # the receiver ran earlier: deliver, unless it already used the data
-            pv, pidx, ppid = pending
-            aid = ctx.instructions[pidx].writes[0].region.alloc_id
-            wreg = ctx.instructions[pidx].writes[0].region
-            w = (wreg.partition_start, wreg.partition_start + wreg.partitions, wreg.byte_start, wreg.byte_stop, pidx)
-            for r in _regions(ctx, pidx + 1, idx, ppid, aid, "read"):
-                if _overlap(r, w):
-                    raise KernelError(
-                        "err_lnc_order_not_simulated",
-                        f"core {int(send_to_rank)} used the tile it receives from core {core} (sendrecv pipe "
-                        f"{pipe_id!r}, instruction {r[4]}) before core {core} sent it; trnsim runs the cores one after "
-                        "the other, so that data did not exist yet",
-                        "consume received data only on core 1 (if nl.program_id(0) == 1: ...), or time the kernel with "
-                        "trnsim.perf (timing-only traces are exact for this pattern)")
-            write(pv, payload.reshape(pv.shape))
-        else:
-            st["mail"][out_key] = payload
-        in_key = (inst, pipe_id, int(recv_from_rank), core, k)
-        msg = st["mail"].pop(in_key, None)
-        if msg is not None:
-            write(d, msg.reshape(d.shape))
-        else:
-            st["pending"][in_key] = (d, idx, ctx.program_id)
+        write(d, msg.reshape(d.shape))
     return dst
 
 

@@ -21,6 +21,16 @@ class MemoryRegion(Enum):
         """"sbuf", "psum", "private" or "shared" (the allocation kind the runtime uses)."""
         return {"private_hbm": "private", "shared_hbm": "shared"}.get(self.value, self.value)
 
+    def __eq__(self, other) -> bool:
+        # a tensor's ``.buffer`` is trnsim's memory name ("sbuf", "psum", "hbm"): ``t.buffer == nl.sbuf`` holds as
+        # in NKI, and any HBM tensor's buffer equals nl.hbm / nl.private_hbm / nl.shared_hbm (trnsim does not
+        # tell private from shared HBM through ``.buffer``)
+        if isinstance(other, str):
+            return other == self.value or (other == "hbm" and self.value in ("private_hbm", "shared_hbm"))
+        return self is other
+
+    __hash__ = Enum.__hash__
+
     def __repr__(self) -> str:
         return f"nl.{self.value}"
 

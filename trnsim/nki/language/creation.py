@@ -85,7 +85,9 @@ def _check_placement(t: Tensor, place: dict) -> None:
                               f"SBUF tensor {t.name or 'tile'}{fmt_shape(t.shape)} placed at byte "
                               f"{place.get('base_addr', 0)} ends at byte {end} of a partition; {ctx.target} has "
                               f"{lim.sbuf_bytes_per_partition} usable bytes per partition",
-                              "lower base_addr or use fewer / smaller buffers")
+                              "lower base_addr or use fewer / smaller buffers (placements are absolute byte "
+                              "addresses: a Python allocator object kept between kernel calls, e.g. a module-level "
+                              "one, keeps counting up from the last call; create or reset it inside the kernel)")
     else:
         banks = 1
         for n in place.get("num_bank_tiles", ()) or (1,):

@@ -37,7 +37,8 @@ class _TileSize(NKIObject):
 
     @property
     def gemm_moving_fmax(self) -> int:
-        return self._lim().gemm_moving_fmax
+        """The moving free size kernels tile by (512; NC-v4's nc_matmul accepts up to 4096, see the catalog)."""
+        return self._lim().tile_gemm_moving_fmax
 
     @property
     def bn_stats_fmax(self) -> int:
