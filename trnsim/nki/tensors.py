@@ -732,7 +732,6 @@ class View(NkiTensorMethods):
         view.ap_run = _ap_contiguous_run(pairs)
         return view
 
-
     def reshape(self, shape) -> Tensor:
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
         on-chip tile keeps its partition dimension and reshapes its free dimensions."""
