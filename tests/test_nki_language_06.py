@@ -590,3 +590,18 @@ def test_more_rules_and_e8m0_numerics():
     got, _ = _run(kern, v)
     np.testing.assert_array_equal(got, v.astype(ml_dtypes.float8_e8m0fnu).astype(np.float32))
     assert np.all(np.log2(got) == np.round(np.log2(got)))
+
+
+def test_tile_size_alignments_come_from_the_catalog():
+    import trnsim
+    seen = {}
+
+    def kern(x):
+        seen.update(psum=nl.tile_size.psum_min_align, sbuf=nl.tile_size.sbuf_min_align)
+        return x
+    for target in ("trn1", "trn2", "trn3"):
+        _run(kern, np.zeros((1, 1), np.float32), target=target)
+        core = trnsim.target(target).core
+        assert (seen["psum"], seen["sbuf"]) == (core.psum_min_align_bytes, core.sbuf_min_align_bytes)
+        assert core.sources["psum_min_align_bytes"].key == "K-KLR"
+    assert seen == {"psum": 4, "sbuf": 1}

@@ -159,6 +159,8 @@ class CoreSpec:
     dma_fixed_cost_ns: float | None
     tile: TileLimits | None
     cost: CostConstants | None
+    psum_min_align_bytes: int | None = None    # nl.tile_size.psum_min_align (byte alignment of a PSUM free address)
+    sbuf_min_align_bytes: int | None = None    # nl.tile_size.sbuf_min_align
     sources: FrozenMap = field(default_factory=FrozenMap, compare=False, repr=False)
     alternatives: FrozenMap = field(default_factory=FrozenMap, compare=False, repr=False)
 
@@ -458,6 +460,12 @@ def _parse_core(doc, filename, version, rec) -> CoreSpec:
     usable = r.get("sbuf_usable_bytes_per_partition", None, _is_int, "an integer byte count", optional=True)
     tile_raw = r.get("tile", None, lambda v: isinstance(v, Mapping), "a map of tile limits", optional=True)
     cost_raw = r.get("cost", None, lambda v: isinstance(v, Mapping), "a map of cost constants", optional=True)
+    align = r.get("tile_align", None,
+                  lambda v: isinstance(v, Mapping) and set(v) == {"psum_min_align", "sbuf_min_align"}
+                  and all(_is_int(x) and x >= 1 for x in v.values()),
+                  "{psum_min_align, sbuf_min_align}: byte alignments >= 1", optional=True) or {}
+    for fname in ("psum_min_align_bytes", "sbuf_min_align_bytes"):    # the two fields share the record's source
+        r.sources[fname] = r.sources["tile_align"]
     tile = cost = None
     if tile_raw is not None:
         try:
@@ -493,6 +501,8 @@ def _parse_core(doc, filename, version, rec) -> CoreSpec:
         dma_fixed_cost_ns=dma.get("fixed_cost_ns"),
         tile=tile,
         cost=cost,
+        psum_min_align_bytes=align.get("psum_min_align"),
+        sbuf_min_align_bytes=align.get("sbuf_min_align"),
         sources=FrozenMap(r.sources),
         alternatives=FrozenMap(r.alternatives),
     )

@@ -116,6 +116,8 @@ class Limits:
     neuroncore_version: str
     hbm_bytes: int = 0                 # device memory of the chip (catalog device_memory_gib * 2**30)
     tile_gemm_moving_fmax: int = 0     # nl.tile_size.gemm_moving_fmax (gemm_moving_fmax is the ISA limit)
+    psum_min_align_bytes: int | None = None   # nl.tile_size.psum_min_align (catalog tile_align)
+    sbuf_min_align_bytes: int | None = None   # nl.tile_size.sbuf_min_align
 
 
 def _pair(v) -> tuple[int, int]:
@@ -138,7 +140,8 @@ def _from_catalog(name: str) -> Limits:
         tensor_transpose_max=_pair(tile.tensor_transpose_max), vector_transpose_max=_pair(tile.vector_transpose_max),
         vector_free_max_sbuf=tile.vector_free_max_sbuf, vector_free_max_psum=tile.vector_free_max_psum,
         neuroncore_version=str(core.version), hbm_bytes=int(float(t.chip.device_memory_gib) * 2 ** 30),
-        tile_gemm_moving_fmax=int(tile.nl_gemm_moving_fmax or tile.gemm_moving_fmax))
+        tile_gemm_moving_fmax=int(tile.nl_gemm_moving_fmax or tile.gemm_moving_fmax),
+        psum_min_align_bytes=core.psum_min_align_bytes, sbuf_min_align_bytes=core.sbuf_min_align_bytes)
 
 
 @lru_cache(maxsize=None)

@@ -55,6 +55,39 @@ def _no_partition(x, d: int, api: str) -> None:
                           "first and cannot be changed by a view", "apply it to a free dimension (dim >= 1)")
 
 
+class Indirect:
+    """How a runtime-indexed access (``.ap(scalar_offset=...)``, ``.ap(vector_offset=...)``, ``vector_select``)
+    was resolved. ``kind`` is "scalar" or "vector"; ``index`` the index tile's view (None for a register: an
+    instruction reading the view also reads ``index``); ``values`` the index values read when the kernel ran
+    (None in a timing-only trace, which computes no data: the access is then addressed as if every index were
+    0); ``oob_rows`` the positions along the access's first dimension whose addresses fall outside the tensor
+    (they are addressed at the static offset; the DMA raises or, with ``oob_mode=skip``, skips them)."""
+    __slots__ = ("kind", "index", "indirect_dim", "values", "oob_rows")
+
+    def __init__(self, kind: str, index, indirect_dim: int, values, oob_rows: tuple[int, ...]):
+        self.kind = kind
+        self.index = index
+        self.indirect_dim = indirect_dim
+        self.values = values
+        self.oob_rows = oob_rows
+
+    def describe(self) -> str:
+        """One line naming the first out-of-bounds row and its index value, for error messages."""
+        if not self.oob_rows:
+            return "all indices in bounds"
+        r = self.oob_rows[0]
+        val = self.values[r] if self.kind == "vector" else self.values[0]
+        where = f"partition {r} of the index tile holds {val}" if self.kind == "vector" else f"the offset is {val}"
+        more = f" ({len(self.oob_rows)} rows in all)" if len(self.oob_rows) > 1 else ""
+        return where + more
+
+
+def _not_indirect(x, api: str) -> None:
+    if getattr(x, "runtime_index", None) is not None:
+        raise KernelError("err_invalid_access_pattern", f"{api} on {x!r}, which already uses a runtime index: only "
+                          "one dynamic select per view (check t.is_indirect())", "index the base tensor once")
+
+
 def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
     """A tensor sharing the storage and allocation of the whole tensor behind ``x`` with a new shape (and dtype).
     Same bytes per partition; on-chip tensors keep their partition count."""
@@ -156,8 +189,9 @@ class NkiTensorMethods:
         return True
 
     def is_indirect(self) -> bool:
-        """True for an access addressed through index values (index expressions / indirect offsets)."""
-        return _view_of(self).adv is not None
+        """True for a view addressed through a runtime index (dynamic ``select``, ``vector_select``, or ``.ap`` with
+        ``scalar_offset`` / ``vector_offset``); such a view cannot be indirected again."""
+        return getattr(_view_of(self), "runtime_index", None) is not None
 
     # ------------------------------------------------------------------ selecting views
     def slice(self, dim: int, start: int, end: int, step: int = 1):
@@ -177,17 +211,21 @@ class NkiTensorMethods:
         read when the kernel runs (dynamic select, not on the partition dim of an on-chip tensor)."""
         v = _view_of(self)
         d = _dim(v, dim, "select")
+        dynamic = None
         if hasattr(index, "tensor") and hasattr(index, "shape"):   # a tile
             _no_partition(v, d, "dynamic select")
+            _not_indirect(v, "dynamic select")
             iv = _view_of(index) if hasattr(index, "ranges") or hasattr(index, "full_view") else None
             if iv is None or tuple(iv.shape) != (1, 1) or dt.is_float(iv.tensor.dtype_name):
                 raise KernelError("err_invalid_index", f"dynamic select index must be a [1, 1] integer tile, got "
                                   f"{fmt_shape(index.shape)} {index.tensor.dtype_name}",
                                   "load the index into an nl.int32 [1, 1] SBUF tile")
-            if iv.tensor.data is None:
-                raise KernelError("err_dynamic_value_unknown", "dynamic select needs the index value, which a "
-                                  "timing-only trace does not compute", "trace with numerics=True")
-            index = int(np.asarray(iv.tensor.data[iv.npkey()]).reshape(()))
+            if iv.tensor.data is None:   # timing-only trace: no values; addressed as index 0 (same bytes moved)
+                dynamic = (iv, None)
+                index = 0
+            else:
+                index = int(np.asarray(iv.tensor.data[iv.npkey()]).reshape(()))
+                dynamic = (iv, (index,))
         else:
             try:
                 index = int(index)
@@ -197,9 +235,38 @@ class NkiTensorMethods:
             _no_partition(v, d, "select")
         if not 0 <= index < v.shape[d]:
             raise KernelError("err_tensor_access_out_of_bound", f"select(dim={d}, index={index}) of "
-                              f"{fmt_shape(v.shape)}", f"use an index in 0..{v.shape[d] - 1}")
+                              f"{fmt_shape(v.shape)}" + (" (the index tile's value when the kernel ran)" if dynamic
+                                                          else ""), f"use an index in 0..{v.shape[d] - 1}")
         key = tuple(slice(None) if k != d else index for k in range(len(v.shape)))
-        return v[key]
+        out = v[key]
+        if dynamic is not None:
+            out.runtime_index = Indirect("scalar", dynamic[0], d, dynamic[1], ())
+        return out
+
+    def vector_select(self, dim: int, vector_offset):
+        """Gather rows of an HBM tensor: partition ``p`` of the result reads row ``vector_offset[p]`` (an SBUF
+        integer tile of shape (P, 1)); the result has ``P`` rows (``dim`` must be 0). The view is indirect: a DMA
+        reading it reads the index tile too, and rows whose index leaves the tensor are an error for
+        ``dma_copy(oob_mode=error)`` and skipped with ``oob_mode=skip``."""
+        v = _view_of(self)
+        d = _dim(v, dim, "vector_select")
+        if d != 0:
+            raise KernelError("err_invalid_axis", f"vector_select(dim={dim}): only dim 0 (rows) can be selected "
+                              "per partition", "pass dim=0")
+        _not_indirect(v, "vector_select")
+        if v.tensor.buffer != "hbm":
+            raise KernelError("err_unsupported_memory", f"vector_select gathers rows of an HBM tensor; "
+                              f"{fmt_shape(v.shape)} is in {v.tensor.buffer}",
+                              "use nisa.nc_n_gather or nisa.local_gather to gather on-chip")
+        if v.adv is not None or v.ranges[0][0] != "r" or v.ranges[0][2] != 1:
+            raise KernelError("err_unsupported_view", f"vector_select on {v!r}: its first dimension must be the "
+                              "tensor's rows, unstrided", "call vector_select on the tensor (or a column slice of it)")
+        if not (hasattr(vector_offset, "tensor") and len(getattr(vector_offset, "shape", ())) == 2):
+            raise KernelError("err_invalid_index", f"vector_offset must be an SBUF integer tile of shape (P, 1), got "
+                              f"{type(vector_offset).__name__}", "load the row indices into an nl.int32 (P, 1) tile")
+        rows = vector_offset.shape[0]
+        pattern = [[0, int(rows)]] + [[st, n] for st, n in _pattern(v)[1:]]
+        return v.ap(pattern, offset=v.offset, vector_offset=vector_offset, indirect_dim=0)
 
     def broadcast(self, dim: int, size: int):
         """Repeat the size-1 dimension ``dim`` ``size`` times (a read-only broadcast access; no copy)."""
@@ -275,4 +342,4 @@ class NkiTensorMethods:
         return self.view(dtype)
 
 
-__all__ = ["NkiTensorMethods", "alias_tensor"]
+__all__ = ["Indirect", "NkiTensorMethods", "alias_tensor"]

@@ -13,6 +13,7 @@ raise ``err_tensor_access_out_of_bound`` unless masked off.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.dtypes import dtype_name as _dtype_name
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensor_api import NkiTensorMethods
+from trnsim.nki.tensor_api import Indirect, NkiTensorMethods
 
 BUFFERS = ("sbuf", "psum", "hbm")
 
@@ -383,6 +384,8 @@ class Tensor(NkiTensorMethods):
         v._op = None
         v._reg = None
         v.pfirst = self._pfirst_full
+        v.ap_run = None
+        v.runtime_index = None
         return v
 
     def __del__(self):
@@ -482,6 +485,105 @@ def _ap_contiguous_run(pairs: list[tuple[int, int]]) -> int:
     return run
 
 
+def _is_tile(x) -> bool:
+    return isinstance(x, (Tensor, View))
+
+
+def _check_indirect_args(v: "View", scalar_offset, vector_offset, indirect_dim) -> None:
+    """The reference's rules for runtime offsets in ``.ap()`` (nki-aps.rst, nki.isa dma_copy)."""
+    t = v.tensor
+    if scalar_offset is not None and vector_offset is not None:
+        raise KernelError("err_invalid_access_pattern", ".ap() got both scalar_offset= and vector_offset=: they are "
+                          "mutually exclusive", "pass one of them")
+    if v.runtime_index is not None:
+        raise KernelError("err_invalid_access_pattern", f"{v!r} already uses a runtime index: indirect views cannot "
+                          "be re-indirected (check t.is_indirect())", "index the base tensor once")
+    if isinstance(indirect_dim, bool) or not isinstance(indirect_dim, (int, np.integer)) or \
+            not 0 <= int(indirect_dim) < len(t.shape):
+        raise KernelError("err_invalid_axis", f"indirect_dim={indirect_dim!r} of .ap() on tensor "
+                          f"{fmt_shape(t.shape)}: it names a dimension of the base tensor",
+                          f"pass an int in 0..{len(t.shape) - 1}")
+    if vector_offset is not None:
+        if int(indirect_dim) != 0:
+            raise KernelError("err_invalid_access_pattern", f"vector_offset with indirect_dim={indirect_dim}: only "
+                              "indirect_dim=0 is supported", "pass indirect_dim=0 (index rows of the tensor)")
+        if t.buffer != "hbm":
+            raise KernelError("err_unsupported_memory", f"vector_offset indexes an HBM tensor; `{t.name or 'tile'}`"
+                              f"{fmt_shape(t.shape)} is in {t.buffer}",
+                              "gather rows of an HBM tensor with dma_copy, or use nisa.nc_n_gather / local_gather "
+                              "on-chip")
+    if t.buffer != "hbm" and int(indirect_dim) == t.pdim:
+        raise KernelError("err_partition_dim_must_be_first", f"a runtime offset on the partition dimension of the "
+                          f"on-chip tensor {fmt_shape(t.shape)}: partitions are addressed statically",
+                          "index a free dimension (indirect_dim >= 1), or gather rows from HBM with dma_copy")
+
+
+def _index_tile(x, what: str, shape_ok, want: str) -> "View":
+    v = x.full_view() if isinstance(x, Tensor) else x
+    if not isinstance(v, View) or v.tensor.buffer != "sbuf" or dt.is_float(v.tensor.dtype_name) or \
+            not shape_ok(tuple(v.shape)):
+        got = (f"{fmt_shape(v.shape)} {v.tensor.dtype_name} in {v.tensor.buffer}" if isinstance(v, View)
+               else type(x).__name__)
+        raise KernelError("err_invalid_index", f"{what} must be {want}; got {got}",
+                          "load the indices into an nl.int32 / nl.uint32 SBUF tile (nisa.dma_copy or nisa.iota)")
+    return v
+
+
+def _index_values(v: "View") -> np.ndarray | None:
+    data = v.tensor.data
+    if data is None:
+        return None
+    return np.asarray(data[v.npkey()]).astype(np.int64).reshape(-1)
+
+
+def _add_runtime_offset(t: Tensor, flat: np.ndarray, size: int, scalar_offset, vector_offset,
+                        indirect_dim: int) -> tuple[np.ndarray, "Indirect"]:
+    """Add the runtime offset to the flat element indices ``flat`` (first axis = the access's first dimension):
+    ``offset * prod(t.shape[indirect_dim + 1:])`` for a scalar, ``offsets[p] * row_size`` per row for a vector
+    (nki-aps.rst). Rows whose addresses leave the tensor keep their static address and are listed in the record."""
+    stride = 1
+    for s_ in t.shape[int(indirect_dim) + 1:]:
+        stride *= s_
+    rows = flat.shape[0]
+    index = None
+    if vector_offset is not None:
+        index = _index_tile(vector_offset, "vector_offset", lambda sh: len(sh) == 2,
+                            "an SBUF integer tile of shape (P, 1), one row index per partition")
+        pi, ncol = index.shape
+        if (ncol == 1 and pi != rows) or (ncol > 1 and pi * ncol < rows):
+            raise KernelError("err_shape_mismatch", f"vector_offset {fmt_shape(index.shape)} gives {pi * ncol} row "
+                              f"indices but the access pattern's first pair counts {rows} rows",
+                              f"use [[row_size, {pi}], ...] as the first pair (one row per index)")
+        vals = _index_values(index)
+        if vals is not None and ncol > 1:   # [P, N] indices are read column by column (dma_transpose gather)
+            vals = vals.reshape(pi, ncol).T.reshape(-1)[:rows]
+        kind = "vector"
+        add = None if vals is None else vals * stride
+    elif _is_tile(scalar_offset):
+        index = _index_tile(scalar_offset, "scalar_offset", lambda sh: math.prod(sh) == 1,
+                            "an SBUF integer tile of shape (1, 1) or a register from nisa.register_alloc")
+        vals = _index_values(index)
+        kind = "scalar"
+        add = None if vals is None else np.full(rows, int(vals[0]) * stride, dtype=np.int64)
+    else:
+        if not hasattr(scalar_offset, "_value"):
+            raise KernelError("err_invalid_index", f"scalar_offset must be a (1, 1) SBUF integer tile or a register, "
+                              f"got {type(scalar_offset).__name__}", "pass a tile or nisa.register_alloc(...)")
+        # a register's value: None while unknown (loaded from memory in a timing-only trace); reading an
+        # uninitialised register raises err_register_uninitialized (VirtualRegister.value)
+        vals = None if scalar_offset._value is None else np.array([int(scalar_offset.value)], dtype=np.int64)
+        kind = "scalar"
+        add = None if vals is None else np.full(rows, int(vals[0]) * stride, dtype=np.int64)
+    oob: tuple[int, ...] = ()
+    if add is not None:
+        moved = flat + add.reshape((rows,) + (1,) * (flat.ndim - 1))
+        axes = tuple(range(1, flat.ndim))
+        bad = ((moved < 0) | (moved >= size)).any(axis=axes) if axes else (moved < 0) | (moved >= size)
+        oob = tuple(int(r) for r in np.flatnonzero(bad))
+        flat = np.where(bad.reshape((rows,) + (1,) * (flat.ndim - 1)), flat, moved)
+    return flat, Indirect(kind, index, int(indirect_dim), None if vals is None else tuple(int(x) for x in vals), oob)
+
+
 class View(NkiTensorMethods):
     """An access to part of a tensor.
 
@@ -489,7 +591,7 @@ class View(NkiTensorMethods):
     ``("r", start, step, count)`` range. ``adv`` (advanced form) is a tuple with one entry per
     tensor dim: int or IndexExpr, giving a result of the broadcast shape.
     """
-    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst", "ap_run")
+    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst", "ap_run", "runtime_index")
 
     def __init__(self, tensor: Tensor, ranges, adv):
         self.tensor = tensor
@@ -498,6 +600,7 @@ class View(NkiTensorMethods):
         self._op = None
         self._reg = None
         self.ap_run = None    # elements per contiguous run of a .ap() access (set by View.ap)
+        self.runtime_index = None  # an Indirect record for runtime-indexed accesses (.ap(scalar_offset= / vector_offset=))
         if adv is None:
             self.shape = tuple(r[3] for r in ranges if r[0] == "r")
             self._npkey = None
@@ -681,10 +784,9 @@ class View(NkiTensorMethods):
         result has shape ``(num_0, num_1, ...)``. ``offset`` (elements) defaults to this view's own offset.
         On SBUF/PSUM the first pair is the partition access and its step must be the tensor's free size."""
         t = self.tensor
-        if scalar_offset is not None or vector_offset is not None:
-            raise KernelError("err_unsupported_access_pattern",
-                              "runtime offsets (scalar_offset= / vector_offset=) in .ap() are not simulated by trnsim",
-                              "use a compile-time offset= (a Python int)")
+        dynamic = scalar_offset is not None or vector_offset is not None
+        if dynamic:
+            _check_indirect_args(self, scalar_offset, vector_offset, indirect_dim)
         if dtype is not None and _dtype_name(dtype) != t.dtype_name:
             own = self.offset_elements() * t.itemsize
             t = _reinterpret(t, _dtype_name(dtype))
@@ -716,6 +818,9 @@ class View(NkiTensorMethods):
                                   f"{fmt_shape(t.shape)} is {pairs[0][0]}, but partitions must be read contiguously: "
                                   f"the step must be the tensor's free size {free}",
                                   f"use [[{free}, partitions], ...] as the first pair")
+        if dynamic and vector_offset is not None:
+            # vector indirection: the partition pair's step is replaced by the base tensor's row size (nki-aps.rst)
+            pairs = [(0, pairs[0][1])] + pairs[1:]
         flat = np.full([n for _, n in pairs], base, dtype=np.int64)
         for k, (step, n) in enumerate(pairs):
             shp = [1] * len(pairs)
@@ -725,12 +830,117 @@ class View(NkiTensorMethods):
         if lo < 0 or hi >= size:
             raise KernelError("err_tensor_access_out_of_bound",
                               f"access pattern {pairs} with offset {base} reads elements {lo}..{hi} of tensor "
-                              f"`{t.name or 'tile'}`{fmt_shape(t.shape)} ({size} elements)",
+                              f"`{t.name or 'tile'}`{fmt_shape(t.shape)} ({size} elements)"
+                              + (" before the runtime offset is added" if dynamic else ""),
                               "shrink the pattern's counts or the offset")
+        ind = None
+        if dynamic:
+            flat, ind = _add_runtime_offset(t, flat, size, scalar_offset, vector_offset, indirect_dim)
+            if ind.oob_rows and t.buffer != "hbm":   # only DMAs have an out-of-bounds mode; on-chip it is an error
+                raise KernelError("err_tensor_access_out_of_bound",
+                                  f"the runtime offset moves access pattern {pairs} outside on-chip tensor "
+                                  f"`{t.name or 'tile'}`{fmt_shape(t.shape)}: {ind.describe()}",
+                                  "keep the index within the tensor's dimension")
         idx = np.unravel_index(flat, t.shape)
         view = View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
         view.ap_run = _ap_contiguous_run(pairs)
+        view.runtime_index = ind
         return view
+
+    def _element_index(self) -> np.ndarray:
+        """Row-major flat index into the tensor of every element of this view (an int64 array of ``self.shape``)."""
+        t = self.tensor
+        if self.adv is not None:
+            parts = [np.broadcast_to(a.values() if isinstance(a, IndexExpr) else np.int64(a), self.shape)
+                     for a in self.adv]
+        else:
+            parts, vd, nd = [], 0, len(self.shape)
+            for r in self.ranges:
+                if r[0] == "i":
+                    parts.append(np.full(self.shape, r[1], dtype=np.int64))
+                    continue
+                shp = [1] * nd
+                shp[vd] = r[3]
+                parts.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3], dtype=np.int64)).reshape(shp),
+                                             self.shape))
+                vd += 1
+        return np.ravel_multi_index(tuple(parts), t.shape) if t.shape else np.zeros(self.shape, np.int64)
+
+    def _reordered(self, flat: np.ndarray, keep_index: bool) -> "View":
+        """A view of the same tensor reading the elements ``flat`` (flat indices, the new view's shape)."""
+        t = self.tensor
+        idx = np.unravel_index(flat, t.shape)
+        view = View(t, None, tuple(IndexExpr(a.ndim, None, arr=np.ascontiguousarray(a)) for a in idx))
+        rows = flat.reshape(flat.shape[0], -1)[0] if flat.ndim > 1 else flat[:1]
+        steps = np.diff(rows)
+        view.ap_run = int(np.argmax(steps != 1) + 1) if (steps != 1).any() else int(rows.size)
+        view.runtime_index = self.runtime_index if keep_index else None
+        return view
+
+    def permute(self, dims) -> "View":
+        """The same elements with the dimensions reordered: result dim ``k`` is this view's dim ``dims[k]`` (no copy).
+        On-chip tensors (and views with a per-partition runtime index) keep dim 0 first."""
+        try:
+            dims = tuple(operator.index(d) for d in dims)
+        except TypeError:
+            raise KernelError("err_invalid_axis", f"permute needs a tuple of ints, got {dims!r}",
+                              "pass a permutation of range(ndim), e.g. (0, 2, 1)") from None
+        nd = len(self.shape)
+        if sorted(dims) != list(range(nd)):
+            raise KernelError("err_invalid_axis", f"permute({dims}) of the {nd}-D view {fmt_shape(self.shape)}: not a "
+                              f"permutation of {tuple(range(nd))}", "list every dimension exactly once")
+        if dims and dims[0] != 0 and (self.tensor.buffer != "hbm" or self.runtime_index is not None):
+            raise KernelError("err_partition_dim_must_be_first",
+                              f"permute({dims}) of {fmt_shape(self.shape)} moves dim 0 of "
+                              + ("an on-chip tensor (the partition dimension)" if self.tensor.buffer != "hbm"
+                                 else "a view with a per-partition runtime index"),
+                              "keep 0 first: permute((0, ...))")
+        return self._reordered(np.transpose(self._element_index(), dims), keep_index=True)
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes: dict | None = None) -> "View":
+        """einops-style split / reorder / merge of dimensions in one view (no copy): ``src_pattern`` names this
+        view's dims (a tuple of names splits a dim), ``dst_pattern`` orders the names (a tuple merges them);
+        ``fixed_sizes`` gives split sizes (one per group may be inferred). On-chip the first dim stays first."""
+        fixed = dict(fixed_sizes or {})
+        src = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in src_pattern]
+        dst = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in dst_pattern]
+        where = f"rearrange({tuple(src_pattern)!r}, {tuple(dst_pattern)!r}) of {fmt_shape(self.shape)}"
+        if self.runtime_index is not None:
+            raise KernelError("err_unsupported_view", f"{where}: the view has a runtime index",
+                              "rearrange the tensor first, then index it")
+        if len(src) != len(self.shape):
+            raise KernelError("err_invalid_axis", f"{where}: the source pattern names {len(src)} dims, the view has "
+                              f"{len(self.shape)}", "name every dimension of the view once")
+        names = [n for grp in src for n in grp]
+        if len(set(names)) != len(names) or sorted(names) != sorted(n for grp in dst for n in grp):
+            raise KernelError("err_invalid_axis", f"{where}: the source and destination must use the same names, "
+                              "each once", "list each dimension name once on both sides")
+        sizes: dict = {}
+        for grp, size in zip(src, self.shape):
+            known = [fixed[n] for n in grp if n in fixed]
+            unknown = [n for n in grp if n not in fixed]
+            prod = math.prod(int(k) for k in known)
+            if len(unknown) > 1 or (len(grp) == 1 and not unknown and prod != size):
+                raise KernelError("err_unsupported_reshape", f"{where}: sizes of {grp} cannot be inferred from "
+                                  f"{size}", "give all but one size of each split group in fixed_sizes")
+            for n in grp:
+                if n in fixed:
+                    sizes[n] = int(fixed[n])
+            if unknown:
+                if prod <= 0 or size % prod:
+                    raise KernelError("err_unsupported_reshape", f"{where}: {size} does not split into {grp} with "
+                                      f"{fixed}", "pick split sizes that divide the dimension")
+                sizes[unknown[0]] = size // prod
+            if math.prod(sizes[n] for n in grp) != size:
+                raise KernelError("err_unsupported_reshape", f"{where}: the sizes of {grp} multiply to "
+                                  f"{math.prod(sizes[n] for n in grp)}, not {size}", "fix fixed_sizes")
+        if self.tensor.buffer != "hbm" and (len(src[0]) != 1 or dst[0] != src[0]):
+            raise KernelError("err_partition_dim_must_be_first", f"{where}: on-chip the partition dim stays first and "
+                              "whole", f"start both patterns with {src[0][0]!r}")
+        flat = self._element_index().reshape([sizes[n] for n in names])
+        order = [names.index(n) for grp in dst for n in grp]
+        flat = np.transpose(flat, order).reshape([math.prod(sizes[n] for n in grp) for grp in dst])
+        return self._reordered(flat, keep_index=False)
 
     def reshape(self, shape) -> Tensor:
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an

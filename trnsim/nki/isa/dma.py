@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from trnsim.nki import dtypes as dt
-from trnsim.nki.context import as_view, check_assign_shape, current, read, write
+from trnsim.nki.context import _index_arrays, as_view, check_assign_shape, current, read, write
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -19,7 +19,55 @@ def _squeezed(shape) -> tuple:
     return tuple(int(x) for x in shape if x != 1)
 
 
-def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
+def _oob_rows_mask(d: View, s: View, oob_mode: str, api: str) -> np.ndarray | None:
+    """Runtime-indexed accesses (View.runtime_index): rows whose index leaves the tensor raise with
+    ``oob_mode="error"`` (the default) and are skipped with ``oob_mode="skip"`` (nki.isa dma_copy). Returns the
+    rows to copy as a boolean mask over ``d.shape`` (None: copy everything)."""
+    if oob_mode not in ("error", "skip"):
+        raise KernelError("err_invalid_arguments", f"oob_mode={oob_mode!r} of '{api}'",
+                          "pass nisa.oob_mode.error or nisa.oob_mode.skip")
+    bad: set[int] = set()
+    for v, arg in ((s, "src"), (d, "dst")):
+        ind = getattr(v, "runtime_index", None)
+        if ind is None or not ind.oob_rows:
+            continue
+        if oob_mode == "error":
+            t = v.tensor
+            raise KernelError("err_tensor_access_out_of_bound",
+                              f"'{api}' {'reads' if arg == 'src' else 'writes'} outside `{t.name or 'tensor'}`"
+                              f"{fmt_shape(t.shape)} through its runtime index ({arg}): {ind.describe()} "
+                              "(oob_mode=error, the default)",
+                              "keep the indices inside the tensor, or pass oob_mode=nisa.oob_mode.skip to skip "
+                              "those rows")
+        bad.update(ind.oob_rows)
+    if not bad:
+        return None
+    rows = np.ones(d.shape[0], dtype=bool)
+    rows[sorted(r for r in bad if r < d.shape[0])] = False
+    return np.broadcast_to(rows.reshape((-1,) + (1,) * (len(d.shape) - 1)), d.shape)
+
+
+def _write_selected(d: View, vals: np.ndarray, keep: np.ndarray) -> None:
+    """Write only the elements of ``d`` where ``keep`` is true (skipped rows of an indirect access stay as they
+    were, even when a skipped row's placeholder address equals a written one)."""
+    t = d.tensor
+    vals = dt.cast(np.broadcast_to(vals, d.shape), t.dtype_name)
+    idx = _index_arrays(d)
+    sel = tuple(i[keep] if isinstance(i, np.ndarray) else i for i in idx)
+    t.data[sel] = vals[keep]
+
+
+def _index_reads(*views) -> tuple:
+    """The index tiles behind runtime-indexed views: the DMA reads them too (a dependency in the trace)."""
+    out = []
+    for v in views:
+        ind = getattr(v, "runtime_index", None)
+        if ind is not None and ind.index is not None:
+            out.append(ind.index)
+    return tuple(out)
+
+
+def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "error"):
     ctx = current()
     for v, arg in ((dst, "dst"), (src, "src")):
         if not isinstance(v, (Tensor, View, Broadcast)):
@@ -54,6 +102,10 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
                               "index the destination to the source's shape, or reshape the HBM tensor explicitly "
                               "(t.reshape(...))")
         check_assign_shape(d, ss, api)
+    keep = _oob_rows_mask(d, s, oob_mode, api) if (getattr(s, "runtime_index", None) is not None
+                                                   or getattr(d, "runtime_index", None) is not None) else None
+    if keep is not None:
+        m = keep if m is None else (m & keep)
     if ctx.numerics:
         if m is not None and ss == ds:
             vals = read(s, m, raw=True)
@@ -65,7 +117,10 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
             vals = vals.astype(np.float32)
         if vals.shape != ds:
             vals = vals.reshape(ds) if vals.size == math.prod(ds) else np.broadcast_to(vals, ds)
-        write(d, vals, m)
+        if keep is not None:
+            _write_selected(d, vals, m)
+        else:
+            write(d, vals, m)
     ctx.last_mask = m
     n = math.prod(ds) if m is None else int(m.sum())
     onchip = d if dbuf != "hbm" else (s if sbuf_ != "hbm" else None)
@@ -80,7 +135,11 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None):
              "src": sbuf_, "dst": dbuf}
     if dt_.dtype_name != st_.dtype_name:
         attrs["cast"] = f"{st_.dtype_name}->{dt_.dtype_name}"
-    ctx.emit("dma_copy", "dma", (s,), (d,), attrs, 0, nbytes, free_size(ds), parts)
+    if getattr(s, "runtime_index", None) is not None or getattr(d, "runtime_index", None) is not None:
+        attrs["indirect"] = (s.runtime_index or d.runtime_index).kind
+        if keep is not None:
+            attrs["oob_rows_skipped"] = int(ds[0] - keep.reshape(ds[0], -1)[:, 0].sum())
+    ctx.emit("dma_copy", "dma", (s,) + _index_reads(s, d), (d,), attrs, 0, nbytes, free_size(ds), parts)
     finish(ctx, None)
 
 
@@ -117,8 +176,10 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
 
 
 def _dma_copy_06(dst, src, priority, oob_mode, dge_mode, engine, name):
-    """Copy ``src`` into ``dst`` with a DMA engine (casts if the dtypes differ; PSUM is not a DMA endpoint)."""
-    _dma(dst, src, None, "dma_copy")
+    """Copy ``src`` into ``dst`` with a DMA engine (casts if the dtypes differ; PSUM is not a DMA endpoint).
+    A ``src`` or ``dst`` view with a runtime index (``.ap(vector_offset=...)``, ``vector_select``) gathers or
+    scatters rows; ``oob_mode`` says what an out-of-range index does ("error" or "skip")."""
+    _dma(dst, src, None, "dma_copy", oob_mode=oob_mode)
 
 
 dma_copy = two_forms("dma_copy", [("dst", REQUIRED), ("src", REQUIRED), ("priority", None), ("oob_mode", "error"),

@@ -2,9 +2,8 @@
 SBUF) and ``dma_compute`` (element-wise scaled sum of several tensors computed by the DMA engines).
 
 Both are traced like ``dma_copy`` (engine "dma", bytes and bytes per partition for the DMA cost model).
-The indirect forms (a source access pattern with ``vector_offset``) need indirect access patterns, which
-trnsim's tensors do not provide yet; passing ``dge_mode=swdge`` to a direct transpose is the documented
-error."""
+``dma_transpose`` also has the indirect form (a gather-transpose: the source is an HBM access pattern with a
+``vector_offset`` of row indices, read column by column), with the reference's software-DGE limits."""
 from __future__ import annotations
 
 import math
@@ -12,6 +11,7 @@ import math
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.isa.dma import _index_reads, _oob_rows_mask, _write_selected
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.enums import dge_mode as _dge, oob_mode as _oob
 from trnsim.nki.isa.ops import op_name
@@ -67,10 +67,16 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob
         raise KernelError("err_shape_mismatch", f"'{api}' dst{fmt_shape(d.shape)} must be the transposed source "
                           f"shape {fmt_shape(want)} (src{fmt_shape(s.shape)}, axes {perm})",
                           f"allocate dst as {want}")
-    if dge_mode not in (_dge.unknown, _dge.hwdge):
+    indirect = getattr(s, "runtime_index", None)
+    if indirect is not None:
+        _check_gather_transpose(ctx, s, indirect, dge_mode)
+    elif dge_mode not in (_dge.unknown, _dge.hwdge):
         raise KernelError("err_invalid_dge_mode", f"dge_mode={dge_mode!r}: a direct dma_transpose runs with "
                           "dge_mode unknown or hwdge (swdge is the indirect gather-transpose)",
                           "drop dge_mode (the compiler chooses) or pass nisa.dge_mode.hwdge")
+    if oob_mode == _oob.skip and indirect is None:
+        raise KernelError("err_invalid_arguments", f"oob_mode=skip of '{api}' is valid only when src uses indirect "
+                          "indexing (.ap(vector_offset=...))", "drop oob_mode")
     if priority is not None:
         if int(str(ctx.limits.neuroncore_version).split("v")[-1]) < 4:
             raise KernelError("err_unsupported_on_target", f"DMA priority is NeuronCore-v4+ ({ctx.target} is "
@@ -86,14 +92,55 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob
                               "2-byte dtype, src.shape[-1] <= 128, and src.shape[0] == 16 (2-D) or in {1, 2, 4, 8, 16} "
                               "with src.shape[0] * src.shape[-2] a multiple of 16 (3-D/4-D)",
                               "tile the transpose into blocks that meet the limits, or leave dge_mode unset")
+    keep = None
+    if indirect is not None:
+        rows = _oob_rows_mask(s, s, oob_mode, api)     # over src's shape: rows of the gathered source
+        keep = None if rows is None else np.ascontiguousarray(np.transpose(rows, perm))
     if ctx.numerics:
-        write(d, np.ascontiguousarray(np.transpose(np.asarray(read(s, raw=True)), perm)))
+        vals = np.ascontiguousarray(np.transpose(np.asarray(read(s, raw=True)), perm))
+        if keep is not None:
+            _write_selected(d, vals, keep)
+        else:
+            write(d, vals)
     nbytes = math.prod(s.shape) * s.tensor.itemsize
     attrs = _dma_attrs(api, d, [s], nbytes)
     attrs["axes"] = perm
-    ctx.emit(api, "dma", (s,), (d,), attrs, 0, nbytes, free_size(d.shape), d.shape[0])
+    if indirect is not None:
+        attrs["indirect"] = indirect.kind
+    ctx.emit(api, "dma", (s,) + _index_reads(s), (d,), attrs, 0, nbytes, free_size(d.shape), d.shape[0])
     finish(ctx, None)
     return dst
+
+
+def _check_gather_transpose(ctx, s, indirect, dge_mode) -> None:
+    """The software-DGE limits of an indirect (gather) dma_transpose (nki.isa dma_transpose reference)."""
+    api = "dma_transpose"
+    idx = indirect.index
+    fix = "see the indirect-transpose limits in the nki.isa.dma_transpose reference"
+    if indirect.kind != "vector" or idx is None:
+        raise KernelError("err_invalid_access_pattern", f"an indirect '{api}' gathers rows with vector_offset; got a "
+                          f"{indirect.kind} offset", "use src.ap(pattern, vector_offset=indices, indirect_dim=0)")
+    if dge_mode not in (_dge.unknown, _dge.swdge):
+        raise KernelError("err_invalid_dge_mode", f"dge_mode={dge_mode!r}: the indirect dma_transpose is a "
+                          "software-DGE gather-transpose", "drop dge_mode or pass nisa.dge_mode.swdge")
+    if int(str(ctx.limits.neuroncore_version).split("v")[-1]) < 3:
+        raise KernelError("err_unsupported_on_target", f"the indirect dma_transpose is Trn2+ ({ctx.target} is "
+                          f"{ctx.limits.neuroncore_version})", "gather with dma_copy, then transpose")
+    pi, ncol = idx.shape
+    rules = [
+        (len(s.shape) != 4 or s.shape[1] == 1 or s.shape[2] == 1, f"a 4-D src needs dim 1 or 2 of size 1, src is "
+         f"{fmt_shape(s.shape)}"),
+        (s.shape[-1] <= 128, f"src.shape[-1] = {s.shape[-1]} must be <= 128"),
+        (s.tensor.itemsize == 2, f"src dtype {s.tensor.dtype_name} must be 2 bytes"),
+        (s.shape[0] % 16 == 0, f"src.shape[0] = {s.shape[0]} must be divisible by 16"),
+        (16 <= pi <= 128 and pi % 16 == 0, f"indices.shape[0] = {pi} must be in [16, 128] and divisible by 16"),
+        (ncol == 1 or pi == 128, f"indices {fmt_shape(idx.shape)}: with more than one column, indices.shape[0] "
+         "must be 128"),
+        (idx.tensor.dtype_name == "uint32", f"indices dtype {idx.tensor.dtype_name} must be uint32"),
+    ]
+    for ok, what in rules:
+        if not ok:
+            raise KernelError("err_indirect_transpose_limits", f"indirect '{api}': {what}", fix)
 
 
 def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode=_oob.error, name=None):

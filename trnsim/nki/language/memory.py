@@ -36,7 +36,7 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     st = s.tensor
     dname = _common.dtype_arg(dtype, "load") if dtype is not None else st.dtype_name
     t = ctx.new_tensor(shape, dname, "sbuf", api="load", temp=True)
-    if mask is None and not ctx.numerics and dname == st.dtype_name and len(s.shape) >= 2:
+    if mask is None and not ctx.numerics and dname == st.dtype_name and len(s.shape) >= 2 and s.runtime_index is None:
         # timing-only, unmasked, uncast load: the same checks and record as _dmam._dma(t.full_view(), s, None,
         # "load"), without its general mask / cast / numerics handling
         if s.adv is not None or s.ranges is not st._full_ranges:

@@ -71,6 +71,26 @@ class _TileSize(NKIObject):
         lim = self._lim()
         return int(trnsim.target(lim.target).core.sbuf_bytes_per_partition) * lim.pmax
 
+    @property
+    def psum_min_align(self) -> int:
+        """Minimum byte alignment of a PSUM free-dimension address (catalog ``tile_align``, source K-KLR)."""
+        return self._align("psum_min_align_bytes")
+
+    @property
+    def sbuf_min_align(self) -> int:
+        """Minimum byte alignment of an SBUF free-dimension address (catalog ``tile_align``, source K-KLR)."""
+        return self._align("sbuf_min_align_bytes")
+
+    def _align(self, field: str) -> int:
+        lim = self._lim()
+        value = getattr(lim, field)
+        if value is None:
+            from trnsim.nki.rules import KernelError
+            raise KernelError("err_unsupported_on_target", f"nl.tile_size.{field.replace('_bytes', '')} has no catalog "
+                              f"value for {lim.target} ({lim.neuroncore_version})",
+                              "use a NeuronCore-v2+ target (trn1, trn2, trn3)")
+        return int(value)
+
 
 tile_size = _TileSize()
 

@@ -1,0 +1,315 @@
+"""Runtime-indexed (indirect) accesses of NKI 0.6: ``.ap(scalar_offset= / vector_offset=)``, ``vector_select``,
+dynamic ``select``, gather/scatter through ``nisa.dma_copy`` with ``oob_mode``, and the indirect (gather)
+``nisa.dma_transpose``. Each against numpy, plus one broken rule each (KernelError naming the rule and a fix).
+Kernels are written for this file after the semantics in nki/deep-dives/nki-aps.rst and the nki.isa reference."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import trnsim.nki as nki
+import trnsim.nki.isa as nisa
+import trnsim.nki.language as nl
+import trnsim.nki.typing as nt
+from trnsim.nki import KernelError
+
+rng = np.random.default_rng(2026)
+
+
+def sim(fn, *arrays, target="trn2"):
+    return nki.simulate(nki.jit(fn, target=target))(*arrays)
+
+
+def broken(fn, *arrays, rule, target="trn2"):
+    with pytest.raises(KernelError) as exc:
+        sim(fn, *arrays, target=target)
+    assert exc.value.rule == rule, str(exc.value)
+    assert exc.value.fix
+    return str(exc.value)
+
+
+def rows_gather(table, rows, oob=nisa.oob_mode.error, fill=-7.0):
+    """out[p, :] = table[rows[p], :] by an indirect DMA (rows: [P, 1] uint32)."""
+    P, F = rows.shape[0], table.shape[1]
+    idx = nl.ndarray((P, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    got = nl.ndarray((P, F), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=got, value=fill)
+    nisa.dma_copy(dst=got, src=table.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0), oob_mode=oob)
+    out = nl.ndarray((P, F), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
+
+def rows_gather_skip(table, rows):
+    return rows_gather(table, rows, oob=nisa.oob_mode.skip)
+
+
+def rows_scatter(values, rows, table: nt.mutable_tensor):
+    """table[rows[p], :] = values[p, :] by an indirect DMA into HBM."""
+    P, F = values.shape
+    v = nl.ndarray((P, F), dtype=values.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=v, src=values)
+    idx = nl.ndarray((P, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    nisa.dma_copy(dst=table.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0), src=v)
+    return table
+
+
+def test_vector_offset_gather_matches_numpy_fancy_indexing():
+    table = rng.standard_normal((300, 48)).astype(np.float32)
+    rows = rng.integers(0, 300, (128, 1)).astype(np.uint32)
+    np.testing.assert_array_equal(sim(rows_gather, table, rows), table[rows[:, 0]])
+
+
+def test_vector_offset_scatter_writes_the_indexed_rows_only():
+    table = rng.standard_normal((200, 16)).astype(np.float32)
+    values = rng.standard_normal((64, 16)).astype(np.float32)
+    rows = rng.permutation(200)[:64].reshape(64, 1).astype(np.uint32)
+    want = table.copy()
+    want[rows[:, 0]] = values
+    np.testing.assert_array_equal(sim(rows_scatter, values, rows, table.copy()), want)
+
+
+def test_out_of_range_index_is_an_error_naming_the_partition_and_value():
+    table = rng.standard_normal((100, 8)).astype(np.float32)
+    rows = rng.integers(0, 100, (32, 1)).astype(np.uint32)
+    rows[7, 0] = 100
+    msg = broken(rows_gather, table, rows, rule="err_tensor_access_out_of_bound")
+    assert "partition 7" in msg and "100" in msg and "oob_mode" in msg
+
+
+def test_oob_mode_skip_leaves_the_skipped_rows_unwritten():
+    table = rng.standard_normal((100, 8)).astype(np.float32)
+    rows = rng.integers(0, 100, (32, 1)).astype(np.uint32)
+    rows[[3, 30], 0] = [5000, 100]
+    want = table[np.minimum(rows[:, 0], 99)].copy()
+    want[[3, 30]] = -7.0
+    np.testing.assert_array_equal(sim(rows_gather_skip, table, rows), want)
+
+
+def test_vector_select_and_the_reference_strided_example():
+    A = rng.standard_normal((128, 512)).astype(np.float32)
+
+    def even_rows(A):
+        offsets = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.iota(offsets, [[1, 1]], 0, 2)
+        src = A.vector_select(0, offsets)
+        assert src.is_indirect() and not A.is_indirect()
+        out = nl.ndarray((64, 512), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=src)
+        return out
+    np.testing.assert_array_equal(sim(even_rows, A), A[0:128:2])
+
+    def column_slice(A):
+        offsets = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.iota(offsets, [[1, 1]], 1, 2)               # odd rows
+        out = nl.ndarray((64, 100), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=A[:, 10:110].vector_select(0, offsets))
+        return out
+    np.testing.assert_array_equal(sim(column_slice, A), A[1:128:2, 10:110])
+
+
+def test_scalar_offset_from_a_tile_and_from_a_register():
+    A = rng.standard_normal((512, 512)).astype(np.float32)
+
+    def from_tile(A):
+        at = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.memset(at, value=3 * 128)
+        out = nl.ndarray((128, 256), A.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=A.ap(pattern=[[512, 128], [1, 256]], offset=0, scalar_offset=at, indirect_dim=0))
+        return out
+    np.testing.assert_array_equal(sim(from_tile, A), A[384:, :256])
+
+    def from_register(A):
+        reg = nisa.register_alloc(2)
+        out = nl.ndarray((128, 512), A.dtype, buffer=nl.shared_hbm)
+        # indirect_dim=0 scales the register by the base tensor's row size (512): rows 2..129
+        nisa.dma_copy(dst=out, src=A.ap(pattern=[[512, 128], [1, 512]], scalar_offset=reg, indirect_dim=0))
+        return out
+    np.testing.assert_array_equal(sim(from_register, A), A[2:130])
+
+
+def test_dynamic_select_is_indirect_and_costs_in_a_timing_only_trace():
+    x = rng.standard_normal((4, 128, 64)).astype(np.float32)
+
+    def pick(x, i):
+        idx = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=i)
+        view = x.select(0, idx)
+        assert view.is_indirect()
+        out = nl.ndarray((128, 64), x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=view)
+        return out
+    i = np.array([[2]], np.int32)
+    np.testing.assert_array_equal(sim(pick, x, i), x[2])
+    _, tr = nki.trace_kernel(nki.jit(pick, target="trn2"), nt.tensor[[4, 128, 64], nl.float32],
+                             nt.tensor[[1, 1], nl.int32], numerics=False)
+    load_idx, gather = tr.instructions[0], tr.instructions[1]
+    assert load_idx.index in gather.deps            # the DMA waits for its index
+    assert gather.bytes_moved == 128 * 64 * 4
+
+
+def test_gather_reads_its_index_tile_in_the_trace():
+    _, tr = nki.trace_kernel(nki.jit(rows_gather, target="trn2"), nt.tensor[[300, 48], nl.float32],
+                             nt.tensor[[128, 1], nl.uint32], numerics=False)
+    gather = [i for i in tr.instructions if i.attrs.get("indirect") == "vector"]
+    assert len(gather) == 1 and 0 in gather[0].deps
+    assert any(op.name == tr.instructions[0].writes[0].name for op in gather[0].reads)
+
+
+def gather_transpose(src, idx_hbm):
+    P = idx_hbm.shape[0]
+    F = src.shape[1]
+    idx = nl.ndarray(idx_hbm.shape, dtype=idx_hbm.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=idx_hbm)
+    n = P * idx_hbm.shape[1]
+    dst = nl.ndarray((F, n), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst, value=0)
+    nisa.dma_transpose(dst=dst, src=src.ap(pattern=[[F, n], [1, F]], vector_offset=idx, indirect_dim=0), axes=(1, 0))
+    out = nl.ndarray((F, n), dtype=src.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+@pytest.mark.parametrize("cols", [1, 2])
+def test_indirect_dma_transpose_reads_indices_column_by_column(cols):
+    src = rng.standard_normal((512, 128)).astype(ml_dtypes.bfloat16)
+    idx = rng.integers(0, 512, (128, cols)).astype(np.uint32)
+    flat = idx.T.flatten()[:128 * cols]
+    np.testing.assert_array_equal(sim(gather_transpose, src, idx), src[flat].T)
+
+
+def test_indirect_dma_transpose_limits():
+    idx = rng.integers(0, 64, (128, 1)).astype(np.uint32)
+    msg = broken(gather_transpose, rng.standard_normal((64, 128)).astype(np.float32), idx,
+                 rule="err_indirect_transpose_limits")
+    assert "2 bytes" in msg
+    broken(gather_transpose, rng.standard_normal((64, 128)).astype(ml_dtypes.bfloat16), idx,
+           rule="err_unsupported_on_target", target="trn1")
+    broken(gather_transpose, rng.standard_normal((64, 128)).astype(ml_dtypes.bfloat16), idx.astype(np.int32),
+           rule="err_indirect_transpose_limits")
+
+
+def test_rules_of_runtime_offsets():
+    A = np.zeros((64, 32), np.float32)
+
+    def both(A):
+        i = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        A.ap([[32, 64], [1, 32]], scalar_offset=i, vector_offset=i)
+    assert "mutually exclusive" in broken(both, A, rule="err_invalid_access_pattern")
+
+    def twice(A):
+        i = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        A.vector_select(0, i).ap([[32, 64], [1, 32]], vector_offset=i)
+    broken(twice, A, rule="err_invalid_access_pattern")
+
+    def on_chip(A):
+        t = nl.ndarray((64, 32), nl.float32, nl.sbuf)
+        i = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        t.ap([[32, 64], [1, 32]], vector_offset=i)
+    broken(on_chip, A, rule="err_unsupported_memory")
+
+    def float_index(A):
+        i = nl.ndarray((64, 1), nl.float32, nl.sbuf)
+        nisa.memset(i, value=0)
+        A.ap([[32, 64], [1, 32]], vector_offset=i)
+    broken(float_index, A, rule="err_invalid_index")
+
+    def wrong_count(A):
+        i = nl.ndarray((32, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        A.ap([[32, 64], [1, 32]], vector_offset=i)
+    broken(wrong_count, A, rule="err_shape_mismatch")
+
+    def vector_dim1(A):
+        i = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        A.ap([[32, 64], [1, 32]], vector_offset=i, indirect_dim=1)
+    broken(vector_dim1, A, rule="err_invalid_access_pattern")
+
+    def partition_dim_on_chip(A):
+        t = nl.ndarray((64, 32), nl.float32, nl.sbuf)
+        i = nl.ndarray((1, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        t.ap([[32, 64], [1, 8]], scalar_offset=i, indirect_dim=0)
+    broken(partition_dim_on_chip, A, rule="err_partition_dim_must_be_first")
+
+    def on_chip_out_of_range(A):
+        t = nl.ndarray((64, 32), nl.float32, nl.sbuf)
+        i = nl.ndarray((1, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=30)
+        t.ap([[32, 64], [1, 8]], scalar_offset=i, indirect_dim=1)
+    broken(on_chip_out_of_range, A, rule="err_tensor_access_out_of_bound")
+
+    def uninitialised_register(A):
+        A.ap([[32, 64], [1, 32]], scalar_offset=nisa.register_alloc(), indirect_dim=0)
+    broken(uninitialised_register, A, rule="err_register_uninitialized")
+
+    def bad_oob_mode(A):
+        t = nl.ndarray((64, 32), nl.float32, nl.sbuf)
+        i = nl.ndarray((64, 1), nl.int32, nl.sbuf)
+        nisa.memset(i, value=0)
+        nisa.dma_copy(dst=t, src=A.vector_select(0, i), oob_mode="wrap")
+    broken(bad_oob_mode, A, rule="err_invalid_arguments")
+
+
+def test_skip_needs_an_indirect_transpose_source():
+    def direct(x):
+        t = nl.ndarray((32, 16), x.dtype, nl.sbuf)
+        nisa.dma_transpose(dst=t, src=x, oob_mode=nisa.oob_mode.skip)
+    broken(direct, np.zeros((16, 32), ml_dtypes.bfloat16), rule="err_invalid_arguments")
+
+
+# ----------------------------------------------------------------------------- permute / rearrange views
+
+def _through_sbuf(view_fn, shape_out, dtype=nl.float32):
+    def kern(x):
+        t = nl.ndarray(x.shape, dtype, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        o = nl.ndarray(shape_out, dtype, nl.sbuf)
+        nisa.tensor_copy(dst=o, src=view_fn(t))
+        out = nl.ndarray(shape_out, dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+    return kern
+
+
+def test_permute_and_rearrange_views_match_numpy():
+    x = rng.standard_normal((128, 4, 6)).astype(np.float32)
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t.permute((0, 2, 1)), (128, 6, 4)), x),
+                                  x.transpose(0, 2, 1))
+    y = rng.standard_normal((128, 24)).astype(np.float32)
+    got = sim(_through_sbuf(lambda t: t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": 4}), (128, 6, 4)), y)
+    np.testing.assert_array_equal(got, y.reshape(128, 4, 6).transpose(0, 2, 1))
+    z = rng.standard_normal((128, 3, 5)).astype(np.float32)
+    got = sim(_through_sbuf(lambda t: t.rearrange(("p", "a", "b"), ("p", ("b", "a"))), (128, 15)), z)
+    np.testing.assert_array_equal(got, z.transpose(0, 2, 1).reshape(128, 15))
+
+
+def test_permute_of_an_hbm_tensor_is_a_transposing_dma():
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+
+    def kern(x):
+        t = nl.ndarray((128, 64), nl.float32, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.permute((1, 0)))
+        out = nl.ndarray((128, 64), nl.float32, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    np.testing.assert_array_equal(sim(kern, x), x.T)
+    _, tr = nki.trace_kernel(nki.jit(kern, target="trn2"), nt.tensor[[64, 128], nl.float32], numerics=False)
+    assert tr.instructions[0].reads[0].contiguous_bytes == 4       # element by element: the slow DMA it is
+
+
+def test_permute_and_rearrange_rules():
+    x = np.zeros((128, 4, 6), np.float32)
+    broken(_through_sbuf(lambda t: t.permute((1, 0, 2)), (4, 128, 6)), x, rule="err_partition_dim_must_be_first")
+    broken(_through_sbuf(lambda t: t.permute((0, 1, 1)), (128, 4, 4)), x, rule="err_invalid_axis")
+    broken(_through_sbuf(lambda t: t.rearrange(("p", "a", "b"), ("p", "a", "c")), (128, 4, 6)), x,
+           rule="err_invalid_axis")
+    broken(_through_sbuf(lambda t: t.rearrange(("p", "a", ("b", "c")), ("p", "a", "b", "c"), {"b": 4}),
+                         (128, 4, 4, 1)), x, rule="err_unsupported_reshape")
+    broken(_through_sbuf(lambda t: t.rearrange(("p", "a", "b"), (("p", "a"), "b")), (128, 6)), x,
+           rule="err_partition_dim_must_be_first")
