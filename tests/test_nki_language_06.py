@@ -605,3 +605,26 @@ def test_tile_size_alignments_come_from_the_catalog():
         assert (seen["psum"], seen["sbuf"]) == (core.psum_min_align_bytes, core.sbuf_min_align_bytes)
         assert core.sources["psum_min_align_bytes"].key == "K-KLR"
     assert seen == {"psum": 4, "sbuf": 1}
+
+
+def test_nl_and_nisa_random_instructions_share_one_generator_state():
+    x = (RNG.normal(size=(128, 256)) + 5).astype(np.float32)
+
+    def seeded(use_isa):
+        def kern(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            seed = nl.full((1, 1), 1234, dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.set_rng_seed(seed)                     # reseeds the Vector Engine generators
+            t = nl.load(x)
+            if use_isa:
+                d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+                nisa.dropout(dst=d, data=t, prob=0.5)
+            else:
+                d = nl.dropout(t, 0.5)
+            nl.store(out, d)
+            return out
+        return kern
+    via_nl, _ = _run(seeded(False), x)
+    via_isa, _ = _run(seeded(True), x)
+    np.testing.assert_array_equal(via_nl, via_isa)     # same lanes, same draws, same p = 0.5 threshold
+    assert 0.45 < (via_nl == 0).mean() < 0.55

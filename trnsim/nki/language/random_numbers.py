@@ -1,10 +1,11 @@
-"""Random numbers: ``nl.random_seed``, ``nl.rand`` and ``nl.dropout``.
+"""Random numbers: ``nl.random_seed``, ``nl.rand`` and ``nl.dropout``, on the same generators as ``nki.isa``.
 
-The simulated core keeps one random-number state per kernel run (``ctx.rng_state``, a numpy PCG64
-generator). ``nl.random_seed(seed_tile)`` resets it from a [1, 1] 32-bit seed in SBUF/PSUM, so equal
-seeds give equal sequences, as the reference promises; a kernel that never seeds starts from seed 0.
-The hardware's generator is not published: the simulator reproduces the distribution (uniform on
-[0, 1)) and the seeding contract, not the hardware's bit stream.
+Each simulated core keeps per-lane XORWOW generators for the GpSimd and Vector engines
+(:mod:`trnsim.nki.isa.random`). ``nl.rand`` draws from GpSimd's (the engine it runs on), ``nl.dropout`` from the
+Vector Engine's, so mixing ``nl`` and ``nisa`` random instructions advances one shared state, as on the device.
+``nl.random_seed(seed_tile)`` reseeds both engines' generators from a [1, 1] 32-bit value, so equal seeds give
+equal sequences, as the reference promises; ``nisa.set_rng_seed`` reseeds the Vector Engine's only. The
+hardware's bit stream is not published: the simulator reproduces the distributions and the seeding contract.
 """
 from __future__ import annotations
 
@@ -13,18 +14,18 @@ import numpy as np
 from trnsim.nki import dtypes as _dt
 from trnsim.nki.context import current, read
 from trnsim.nki.isa import common as _common
+from trnsim.nki.isa.random import _seeded_state, _state, _states, _xorwow
 from trnsim.nki.language.buffers import sbuf
 from trnsim.nki.language.creation import _alloc_args
 from trnsim.nki.rules import KernelError, fmt_shape
 
-_DEFAULT_SEED = 0
-
-
-def _rng(ctx) -> np.random.Generator:
-    gen = getattr(ctx, "rng_state", None)
-    if gen is None:
-        gen = ctx.rng_state = np.random.Generator(np.random.PCG64(_DEFAULT_SEED))
-    return gen
+def _uniform(ctx, engine: str, shape: tuple) -> np.ndarray:
+    """float32 uniform on [0, 1) from ``engine``'s lane generators: the top 24 bits of each 32-bit draw times
+    2**-24 (exactly representable, never 1.0). Partition p draws from lane p."""
+    P = shape[0] if shape else 1
+    n = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    bits = _xorwow(_state(ctx, engine), P, n)
+    return ((bits >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)).reshape(shape)
 
 
 def random_seed(seed, **kwargs) -> None:
@@ -40,7 +41,9 @@ def random_seed(seed, **kwargs) -> None:
     if ctx.numerics:
         raw = read(v, raw=True).reshape(())
         value = int(np.asarray(raw).view(np.uint32)) if raw.dtype.kind == "f" else int(raw) & 0xFFFFFFFF
-        ctx.rng_state = np.random.Generator(np.random.PCG64(value))
+        core = getattr(ctx, "core", 0)
+        _states(ctx)[(core, "vector")] = _seeded_state(value, "vector")
+        _states(ctx)[(core, "gpsimd")] = _seeded_state(value + 1, "gpsimd")
     ctx.emit("set_rng_seed", "gpsimd", (v,), (), {"api": "random_seed"}, 0, 0, 1, 1)
     _common.finish(ctx, None)
 
@@ -58,7 +61,7 @@ def rand(shape, dtype, buffer=sbuf, name: str = "", **kwargs):
     t = ctx.new_tensor(shp, dname, bname, name, pdim=pd, api="rand")
     view = t.full_view()
     if ctx.numerics:
-        vals = _rng(ctx).random(size=view.shape, dtype=np.float32)
+        vals = _uniform(ctx, "gpsimd", tuple(view.shape))
         _common.store_result(ctx, view, vals, None)
     n = _common.free_size(view.shape)
     ctx.emit("rand", "gpsimd", (), (view,), {"api": "rand", "min": 0.0, "max": 1.0}, 0, 0, n, view.shape[0])
@@ -89,7 +92,7 @@ def dropout(x, rate, dtype=None, *, mask=None, **kwargs):
     dview, out_t = _common.out_tile(shape, _common.dtype_or(dtype, v.tensor.dtype_name), "sbuf", "dropout")
     res = None
     if ctx.numerics:
-        u = _rng(ctx).random(size=shape, dtype=np.float32)
+        u = _uniform(ctx, "vector", shape)
         thr = _common.bcast_free(read(rv), len(shape)) if is_vec else np.float32(rv)
         res = np.where(u < thr, np.float32(0), read(v)).astype(np.float32)
         _common.store_result(ctx, dview, res, None)
