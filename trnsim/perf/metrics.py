@@ -14,6 +14,8 @@ Definitions follow the Neuron Explorer profile schema (aws-neuron-sdk
   also for fp32 matmuls, as the profiler does).
 - *MFU max achievable*: (model FLOPs / HBM bytes) / (peak ops/s / HBM bandwidth), capped at 100%;
   trnsim takes the HBM bandwidth of one NeuronCore as the chip's HBM bandwidth / its NeuronCores.
+- An LNC=2 launch (``Timeline.cores == 2``) is reported as one logical core: peaks and HBM share are
+  doubled and an engine is "active" while either physical core's copy of it is busy.
 Times in microseconds, rates in GB/s (= bytes/ns).
 """
 from __future__ import annotations
@@ -193,14 +195,14 @@ def neuron_profile_metrics(trace: Any, tl: Timeline, core: Any, chip: Any, split
     mm_end = tl.end_ns[split.index]
     tm_active = union_length(mm_end - split.multiply_moving_ns, mm_end) / 1e3
     pct = {k: (100.0 * v * 1e3 / lat if lat > 0 else 0.0) for k, v in active.items()}
-    peak = 2.0 * core.pe_rows * core.pe_cols * engine_clock_ghz(core, "tensor") * 1e9
+    peak = tl.cores * 2.0 * core.pe_rows * core.pe_cols * engine_clock_ghz(core, "tensor") * 1e9
     flops_t = np.fromiter((ins[i].flops for i in split.index.tolist()), dtype=np.float64, count=split.index.size)
     hw_flops = float(flops_t.sum())
     model_flops = float(flops_t[split.is_matmul].sum())
     secs = lat * 1e-9
     hfu = 100.0 * hw_flops / (peak * secs) if secs > 0 else 0.0
     mfu = 100.0 * model_flops / (peak * secs) if secs > 0 else 0.0
-    hbm_core = float(chip.hbm_gbytes_per_s) / float(chip.neuroncores)
+    hbm_core = tl.cores * float(chip.hbm_gbytes_per_s) / float(chip.neuroncores)
     if hbm_bytes is None:
         nbytes = np.fromiter((ins[i].bytes_moved for i in didx.tolist()), dtype=np.float64, count=didx.size)
         hbm_bytes = float(nbytes[tl.dma_touches_hbm[didx]].sum())

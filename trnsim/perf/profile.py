@@ -235,7 +235,8 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
     lat_ns = tl.latency_ns
     lat_us = lat_ns / 1e3
     busy_ns = tl.engine_busy_ns()
-    util = {k: (v / lat_ns if lat_ns > 0 else 0.0) for k, v in busy_ns.items()}
+    # per compute engine: busy time summed over the cores / (latency x cores); "dma" is already a per-engine mean
+    util = {k: (v / lat_ns / (1 if k == "dma" else tl.cores) if lat_ns > 0 else 0.0) for k, v in busy_ns.items()}
     by_engine = {name: int((tl.engine == code).sum()) for code, name in enumerate(ENGINE_NAMES)}
 
     dma_mask = tl.engine == DMA
@@ -252,7 +253,7 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
     mm = [ins[i] for i in np.flatnonzero(tl.engine == 0)]
     tensor_flops = int(sum(x.flops for x in mm))
     fp32_flops = sum(x.flops for x in mm if x.opcode == "nc_matmul" and any(o.dtype == "float32" for o in x.reads[:2]))
-    peak = tensor_peak_tflops(core, fp32=tensor_flops > 0 and fp32_flops > tensor_flops / 2)
+    peak = tl.cores * tensor_peak_tflops(core, fp32=tensor_flops > 0 and fp32_flops > tensor_flops / 2)
     achieved = flops / lat_ns / 1e3 if lat_ns > 0 else 0.0
     tensor_tflops = tensor_flops / lat_ns / 1e3 if lat_ns > 0 else 0.0
     occ = _occupancy(trace, tl, core)
@@ -271,7 +272,7 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
         flops=flops, tensor_flops=tensor_flops, achieved_tflops=achieved, tensor_peak_tflops=peak,
         pct_of_tensor_peak=100.0 * tensor_tflops / peak if peak else 0.0,
         hbm_gbytes_per_s=hbm_bytes / lat_ns if lat_ns > 0 else 0.0,
-        hbm_peak_gbytes_per_s=params.peak_bytes_per_ns,
+        hbm_peak_gbytes_per_s=tl.cores * params.peak_bytes_per_ns,
         peak_sbuf_bytes_per_partition=int(occ.sbuf_bytes_per_partition.max()),
         peak_psum_bytes_per_partition=int(occ.psum_bytes_per_partition.max()),
         sbuf_capacity_bytes_per_partition=occ.sbuf_capacity_bytes_per_partition,

@@ -70,6 +70,7 @@ class Timeline:
     undocumented: dict[str, int] = field(default_factory=dict)   # opcode -> count costed by rule of thumb
     collectives: dict[int, CollectiveCost] = field(default_factory=dict)   # instruction index -> its cost
     engine_names: tuple[str, ...] = ENGINE_NAMES
+    cores: int = 1                     # physical cores the instructions ran on (2 for an LNC=2 launch)
 
     @property
     def latency_ns(self) -> float:
@@ -161,6 +162,8 @@ def _ports(core: Any) -> list[tuple[int, int, str]]:
 def schedule(trace: Trace, target: Any = None) -> Timeline:
     """Schedule a trace on ``target`` (name or TargetSpec; default ``trace.target``)."""
     tgt = _resolve_target(target if target is not None else trace.target)
+    if len({ins.core for ins in trace.instructions}) > 1:
+        return _schedule_cores(trace.instructions, tgt.core, tgt.chip, str(tgt.name), trace.allocations)
     return schedule_instructions(trace.instructions, tgt.core, tgt.chip, target_name=str(tgt.name),
                                  allocations=trace.allocations)
 
@@ -381,10 +384,13 @@ def schedule_instructions(instructions: list[Instruction], core: Any, chip: Any,
 
 
 def _schedule(instructions: list[Instruction], core: Any, chip: Any,
-              target_name: str = "", allocations: Any = None) -> Timeline:
+              target_name: str = "", allocations: Any = None,
+              ext_ready: dict[int, tuple[float, int]] | None = None) -> Timeline:
     """Schedule a list of instructions (index i at position i) on one core. Pure, O(n log n) at worst
     (O(n) without allocations). With ``allocations`` (from the Trace), SBUF/PSUM capacity limits how
-    far tiles can be prefetched (see _Capacity)."""
+    far tiles can be prefetched (see _Capacity). ``ext_ready`` (used by :func:`_schedule_cores`) maps a
+    position to (earliest start in ns, global index of the other core's instruction that sets it); such a
+    start records ``pred = -2 - global index``."""
     n = len(instructions)
     for pos, ins in enumerate(instructions):
         if ins.index != pos:
@@ -474,6 +480,13 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
                 ready, crit = t, d
             if code[d] != e and t > ready_other:
                 ready_other = t
+        if ext_ready is not None:
+            x = ext_ready.get(i)
+            if x is not None:
+                if x[0] > ready:
+                    ready, crit = x[0], -2 - x[1]
+                if x[0] > ready_other:
+                    ready_other = x[0]
         issue[i] = ready
         fa = firsts[i] if firsts is not None else None
 
@@ -720,6 +733,136 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         undocumented=undocumented,
         collectives=coll_costs,
     )
+
+
+_MAX_CORE_ROUNDS = 200
+
+
+def _cross_core_inputs(instructions: list[Instruction], core_of: list[int]) -> dict[int, int]:
+    """Per instruction, its sync partner on the other core (``attrs["partner"]``): a core_barrier passes when
+    both cores arrived, a sendrecv receives once the other core has posted. A partner's arrival is its issue
+    time (its inputs ready); the waits are mutual, so both settle on the later arrival.
+
+    Dependencies the trace records between the cores' other instructions are not waits: they come from the
+    order in which the simulator interleaved the two cores, which the hardware does not keep; only the
+    synchronisation instructions order the cores."""
+    out: dict[int, int] = {}
+    for i, ins in enumerate(instructions):
+        partner = ins.attrs.get("partner") if ins.attrs else None
+        if partner is not None and core_of[partner] != core_of[i]:
+            out[i] = int(partner)
+    return out
+
+
+def _core_local(instructions: list[Instruction], idx: list[int], where: dict[int, tuple[int, int]]) -> list:
+    """One core's instructions renumbered 0..k-1 with their same-core dependencies, plus: every later
+    instruction of the core that touches a core_barrier's ``data`` tensor waits for that barrier (what the
+    barrier is for: the other core's writes before it are visible after it)."""
+    out = []
+    barrier_of: dict[int, int] = {}
+    for k, g in enumerate(idx):
+        ins = instructions[g]
+        deps = {where[d][1] for d in ins.deps if where[d][0] == where[g][0]}
+        touched = {o.region.alloc_id for o in ins.reads + ins.writes}
+        for aid in touched:
+            b = barrier_of.get(aid)
+            if b is not None:
+                deps.add(b)
+        if ins.opcode == "core_barrier":
+            for aid in touched:
+                barrier_of[aid] = k
+        out.append(dataclasses.replace(ins, index=k, deps=tuple(sorted(deps))))
+    return out
+
+
+def _local_allocations(allocations: Any, where: dict[int, tuple[int, int]], c: int) -> list:
+    """The allocations whose first and last use are on core ``c``, renumbered to its local positions."""
+    out = []
+    for a in allocations or ():
+        fu, lu = where.get(a.first_use), where.get(a.last_use)
+        if fu is None or lu is None or fu[0] != c or lu[0] != c:
+            continue
+        out.append(dataclasses.replace(a, first_use=fu[1], last_use=lu[1]))
+    return out
+
+
+def _schedule_cores(instructions: list[Instruction], core: Any, chip: Any, target_name: str,
+                    allocations: Any = None) -> Timeline:
+    """Schedule an LNC=2 trace: each physical core's instructions on that core's own engines, DMA queues and
+    engines and SBUF/PSUM (the single-core scheduler, once per core), with the sync partners one core waits
+    for on the other (:func:`_cross_core_inputs`) as earliest starts. The cores are scheduled in turn with the other's latest
+    times until no time changes (starts only move later, so this settles; at most ``_MAX_CORE_ROUNDS``
+    rounds). Returns one Timeline over the global instruction indices; ``cores`` is the core count and the DMA
+    queues and engines of both cores are listed side by side."""
+    n = len(instructions)
+    core_of = [int(ins.core) for ins in instructions]
+    cores = sorted(set(core_of))
+    groups = {c: [i for i in range(n) if core_of[i] == c] for c in cores}
+    where = {g: (c, k) for c, idx in groups.items() for k, g in enumerate(idx)}
+    local = {c: _core_local(instructions, idx, where) for c, idx in groups.items()}
+    allocs = {c: _local_allocations(allocations, where, c) for c in cores}
+    partner_of = _cross_core_inputs(instructions, core_of)
+    start = np.zeros(n)
+    end = np.zeros(n)
+    issue = np.zeros(n)
+    tls: dict[int, Timeline] = {}
+    for _ in range(_MAX_CORE_ROUNDS):
+        changed = False
+        for c, idx in groups.items():
+            ext = {}
+            for k, g in enumerate(idx):
+                j = partner_of.get(g)
+                if j is not None:
+                    ext[k] = (float(issue[j]), j)
+            tl = _schedule(local[c], core, chip, target_name, allocs[c], ext_ready=ext)
+            gi = np.asarray(idx, dtype=np.int64)
+            if not changed and (np.abs(start[gi] - tl.start_ns).max(initial=0.0) > _EPS
+                                or np.abs(end[gi] - tl.end_ns).max(initial=0.0) > _EPS):
+                changed = True
+            start[gi] = tl.start_ns
+            end[gi] = tl.end_ns
+            issue[gi] = tl.issue_ns
+            tls[c] = tl
+        if not changed:
+            break
+    else:
+        raise CostModelError(f"the two cores' schedules did not settle in {_MAX_CORE_ROUNDS} rounds")
+    return _merge_core_timelines(tls, groups, n, target_name)
+
+
+def _merge_core_timelines(tls: dict[int, Timeline], groups: dict[int, list[int]], n: int,
+                          target_name: str) -> Timeline:
+    """One Timeline over global instruction indices from per-core Timelines (see _schedule_cores)."""
+    arrays = {name: np.zeros(n, dtype=getattr(next(iter(tls.values())), name).dtype)
+              for name in ("engine", "start_ns", "end_ns", "issue_ns", "overhead_ns", "pred", "dma_queue",
+                           "dma_queue_start_ns", "dma_engines_used", "dma_data_ns", "dma_bytes_per_partition",
+                           "dma_efficiency", "dma_touches_hbm")}
+    opcodes = [""] * n
+    queue_names: list[str] = []
+    busy = []
+    engines = 0
+    undocumented: dict[str, int] = {}
+    collectives: dict[int, CollectiveCost] = {}
+    for c, tl in sorted(tls.items()):
+        gi = np.asarray(groups[c], dtype=np.int64)
+        for name in arrays:
+            arrays[name][gi] = getattr(tl, name)
+        p = tl.pred
+        arrays["pred"][gi] = np.where(p >= 0, gi[np.clip(p, 0, None)], np.where(p <= -2, -p - 2, -1))
+        q = tl.dma_queue
+        arrays["dma_queue"][gi] = np.where(q >= 0, q + len(queue_names), -1)
+        queue_names += [f"core {c}: {name}" for name in tl.queue_names]
+        busy.append(tl.dma_engine_busy_ns)
+        engines += tl.dma_engine_count
+        for k, g in enumerate(groups[c]):
+            opcodes[g] = tl.opcodes[k]
+        for op, cnt in tl.undocumented.items():
+            undocumented[op] = undocumented.get(op, 0) + cnt
+        for k, cc in tl.collectives.items():
+            collectives[groups[c][k]] = dataclasses.replace(cc, index=groups[c][k])
+    return Timeline(target=target_name, queue_names=queue_names, dma_engine_busy_ns=np.concatenate(busy),
+                    dma_engine_count=engines, opcodes=opcodes, undocumented=undocumented, collectives=collectives,
+                    cores=len(tls), **arrays)
 
 
 __all__ = ["ENGINE_NAMES", "Timeline", "schedule", "schedule_instructions"]

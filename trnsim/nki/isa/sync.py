@@ -88,6 +88,8 @@ def core_barrier(data, cores, engine=_engine.gpsimd, name=None) -> NkiInstructio
     other = st["barriers"].setdefault((inst, 1 - core), [])
     n = len(mine)
     _wait(ctx, lambda: len(other) >= n, f"core_barrier #{n - 1} (instruction {idx}, {_where()})")
+    # the performance model: each barrier passes only when its partner on the other core has arrived
+    ctx.instructions[idx].attrs["partner"] = other[n - 1]
     return NkiInstruction(idx)
 
 
@@ -130,11 +132,13 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=_dma_en
              "send_to_rank": int(send_to_rank), "recv_from_rank": int(recv_from_rank), "pipe_id": pipe_id}
     idx = ctx.emit(api, eng, (s,), (d,), attrs, 0, bpp * s.shape[0], free_size(s.shape), s.shape[0])
     payload = np.array(read(s, raw=True), copy=True) if ctx.numerics else None
-    st["mail"][(inst, pipe_id, core, int(send_to_rank), k)] = payload
+    st["mail"][(inst, pipe_id, core, int(send_to_rank), k)] = (payload, idx)
     in_key = (inst, pipe_id, int(recv_from_rank), core, k)
     _wait(ctx, lambda: in_key in st["mail"],
           f"sendrecv pipe {pipe_id!r} #{k} from core {int(recv_from_rank)} (instruction {idx}, {_where()})")
-    msg = st["mail"].pop(in_key)
+    msg, sender = st["mail"].pop(in_key)
+    # the performance model: the receive completes only after the sending core posted (its sendrecv started)
+    ctx.instructions[idx].attrs["partner"] = sender
     if ctx.numerics:
         write(d, msg.reshape(d.shape))
     return dst
