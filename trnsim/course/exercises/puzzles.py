@@ -20,13 +20,12 @@ The multiple is calibrated on the worked solution in :mod:`trnsim.course.exercis
 within 1.2x of the worked solution. Small kernels sit far above their floor because every DMA transfer pays a
 fixed cost the floor leaves out; the factor says how far.
 
-LNC=2: ``trnsim.perf.profile`` schedules a trace on one core's engines, so for the two-core puzzle the checker
-schedules each physical core's instructions on their own (:func:`per_core_latency_us`; SBUF capacity is not
-modelled there) and takes the slower core. The floor for that puzzle uses both cores' DMA rate.
+LNC=2: ``trnsim.perf.profile`` schedules each physical core on its own engines (ordered across cores only by
+core_barrier / sendrecv); the checker also reports each core's finish time (:func:`per_core_latency_us`).
+The floor for that puzzle uses both cores' DMA rate.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -462,24 +461,13 @@ def floor(name: str) -> Floor:
                  p.flops(*rank_args) / (peak * 1e12) * 1e6, coll)
 
 
-def per_core_latency_us(trace: Any, target: str) -> list[float]:
-    """Latency of each physical core of an LNC=2 trace, each core's instructions scheduled on its own engines
-    (dependencies across cores kept only within a core; SBUF capacity not modelled). An idle core is 0."""
-    from trnsim.perf import schedule_instructions
-
-    tgt = _target(target)
-    out = []
-    for c in range(max(1, int(trace.lnc))):
-        mine = [i for i in trace.instructions if i.core == c]
-        if not mine:            # a core with no work (the kernel left it idle)
-            out.append(0.0)
-            continue
-        remap = {ins.index: k for k, ins in enumerate(mine)}
-        local = [dataclasses.replace(ins, index=k, deps=tuple(remap[d] for d in ins.deps if d in remap))
-                 for k, ins in enumerate(mine)]
-        tl = schedule_instructions(local, tgt.core, tgt.chip, target_name=str(tgt.name))
-        out.append(tl.latency_ns / 1e3)
-    return out
+def per_core_latency_us(prof: Any) -> list[float]:
+    """When each physical core of a profiled LNC=2 launch finishes (us): the latest end of its instructions in
+    the profile's two-core timeline. A core with no work is 0."""
+    tl = prof.timeline
+    core_of = np.fromiter((ins.core for ins in prof.trace.instructions), dtype=np.int64,
+                          count=len(prof.trace.instructions))
+    return [float(tl.end_ns[core_of == c].max(initial=0.0)) / 1e3 for c in range(max(1, int(prof.trace.lnc)))]
 
 
 @dataclass(frozen=True)
@@ -516,8 +504,7 @@ def run(name: str, kernel: Any) -> Run:
     lat = prof.latency_us
     cores: tuple[float, ...] = ()
     if p.lnc > 1:
-        cores = tuple(per_core_latency_us(prof.trace, p.target))
-        lat = max(cores)
+        cores = tuple(per_core_latency_us(prof))
     return Run(prof.outputs, lat, prof.peak_sbuf_bytes_per_partition, prof.hbm_bytes, cores)
 
 
