@@ -65,7 +65,7 @@ def test_plain_function_is_accepted():
     (dict(full_tile=True), ["err_shape_mismatch", "tile[0:n, :]"]),
     (dict(store=False), ["err_tensor_output_not_written_to", "dma_copy(dst=out[lo:hi, :]"]),
     (dict(moving=False), ["rows 128..383 were never written", "move with the loop index"]),
-    (dict(moving=False, loop=nl.affine_range), ["err_unexpected_output_dependencies", "move with the loop index"]),
+    (dict(moving=False, loop=nl.affine_range), ["rows 128..383 were never written", "move with the loop index"]),
     (dict(round_down=True), ["rows 256..299 were never written", "rounds down", "math.ceil"]),
     (dict(offset=1), ["row 127 was never written", "off-by-one", "min((i + 1) * 128, x.shape[0])"]),
     (dict(compute=False), ["equals the input", "op=nl.relu"]),

@@ -44,8 +44,9 @@ def rows_gather_skip(table, rows):
     return rows_gather(table, rows, oob=nisa.oob_mode.skip)
 
 
-def rows_scatter(values, rows, table: nt.mutable_tensor):
-    """table[rows[p], :] = values[p, :] by an indirect DMA into HBM."""
+def rows_scatter(values, rows, table):
+    """table[rows[p], :] = values[p, :] by an indirect DMA into HBM (an input the kernel updates, as the
+    reference's scatter example does; NKI 0.6 writes it back into the caller's array)."""
     P, F = values.shape
     v = nl.ndarray((P, F), dtype=values.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=v, src=values)
@@ -67,7 +68,9 @@ def test_vector_offset_scatter_writes_the_indexed_rows_only():
     rows = rng.permutation(200)[:64].reshape(64, 1).astype(np.uint32)
     want = table.copy()
     want[rows[:, 0]] = values
-    np.testing.assert_array_equal(sim(rows_scatter, values, rows, table.copy()), want)
+    mine = table.copy()
+    np.testing.assert_array_equal(sim(rows_scatter, values, rows, mine), want)
+    np.testing.assert_array_equal(mine, want)          # the input array was updated in place
 
 
 def test_out_of_range_index_is_an_error_naming_the_partition_and_value():

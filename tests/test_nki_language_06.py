@@ -628,3 +628,46 @@ def test_nl_and_nisa_random_instructions_share_one_generator_state():
     via_isa, _ = _run(seeded(True), x)
     np.testing.assert_array_equal(via_nl, via_isa)     # same lanes, same draws, same p = 0.5 threshold
     assert 0.45 < (via_nl == 0).mean() < 0.55
+
+
+def test_affine_range_is_an_alias_of_range_in_0_6_but_checked_in_beta1():
+    """NKI 0.6: ``nl.affine_range`` is a deprecated alias of ``range()`` (nki.language reference), so a loop that
+    overwrites one buffer each iteration is legal; Beta 1 refuses it (err_unexpected_output_dependencies)."""
+    import trnsim.neuronxcc.nki as nki_b1
+    import trnsim.neuronxcc.nki.language as nl_b1
+    x = RNG.normal(size=(512, 64)).astype(np.float32)
+
+    def last_tile(x):
+        out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            nisa.dma_copy(dst=acc, src=x[i * 128:(i + 1) * 128])
+        nl.store(out, acc)
+        return out
+    got, _ = _run(last_tile, x)
+    np.testing.assert_array_equal(got, x[384:512])
+
+    @nki_b1.jit
+    def last_tile_b1(x):
+        out = nl_b1.ndarray((128, 64), nl_b1.float32, buffer=nl_b1.shared_hbm)
+        acc = nl_b1.ndarray((128, 64), nl_b1.float32, buffer=nl_b1.sbuf)
+        for i in nl_b1.affine_range(4):
+            acc[...] = nl_b1.load(x[i * 128:(i + 1) * 128])
+        nl_b1.store(out, acc)
+        return out
+    with pytest.raises(KernelError) as e:
+        nki_b1.simulate_kernel(last_tile_b1, x)
+    _rule(e, "err_unexpected_output_dependencies")
+
+
+def test_a_0_6_kernel_may_update_its_inputs_in_place():
+    """NKI 0.6 (nki_simulator.rst): input arrays are updated in place when the kernel writes them."""
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+
+    def bump(x):
+        nl.store(x, nl.add(nl.load(x), 1.0))
+        return x
+    mine = x.copy()
+    got, _ = _run(bump, mine)
+    np.testing.assert_array_equal(got, x + 1)
+    np.testing.assert_array_equal(mine, x + 1)

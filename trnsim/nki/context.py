@@ -350,7 +350,8 @@ class Context:
     def push_scope(self, kind: str, uid: int = 0, iteration: int = 0) -> None:
         self.scopes.append([])
         self.loops.append((kind, uid, iteration))
-        if kind == "affine_range":
+        if kind == "affine_range" and self.dialect == "beta1":
+            # the independence rule of Beta 1's affine_range; in NKI 0.6 affine_range is an alias of range()
             self.n_affine += 1
 
     def pop_scope(self) -> None:
@@ -360,7 +361,7 @@ class Context:
         if len(self.scopes) <= 1:
             return
         scope = self.scopes.pop()
-        if self.loops.pop()[0] == "affine_range":
+        if self.loops.pop()[0] == "affine_range" and self.dialect == "beta1":
             self.n_affine -= 1
         loc = None
         beta1 = self.dialect == "beta1"

@@ -180,6 +180,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
                           "launch with kernel[1](...) on trn1/inf2, or target trn2 / trn3", location="")
     ctx.new_style = _returns_value(func)
     mutable = _mutable_params(func)
+    inputs_mutable = dialect != "beta1"   # NKI 0.6 (nki_simulator.rst): a kernel may update its input tensors
     try:
         sig = inspect.signature(func)
         bound = sig.bind_partial(*args, **kwargs)
@@ -190,13 +191,13 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
     originals: list[tuple[Tensor, np.ndarray]] = []
     for i, a in enumerate(args):
         nm = names[i] if i < len(names) else f"arg{i}"
-        w, orig = _wrap_arg(ctx, a, nm, nm in mutable)
+        w, orig = _wrap_arg(ctx, a, nm, inputs_mutable or nm in mutable)
         wrapped_args.append(w)
         if orig is not None:
             originals.append((w, orig))
     wrapped_kw = {}
     for k, a in kwargs.items():
-        w, orig = _wrap_arg(ctx, a, k, k in mutable)
+        w, orig = _wrap_arg(ctx, a, k, inputs_mutable or k in mutable)
         wrapped_kw[k] = w
         if orig is not None:
             originals.append((w, orig))
@@ -247,8 +248,10 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         blas.__exit__(None, None, None)
         if gc_was_enabled:
             gc.enable()
-    if ctx.numerics and not ctx.new_style:
-        # older convention: outputs are arguments written in place
+    if ctx.numerics and (not ctx.new_style or inputs_mutable or mutable):
+        # input arrays the kernel wrote are updated in place: the older convention (outputs are arguments),
+        # NKI 0.6 ("input arrays are updated in-place if the kernel modified the corresponding HBM tensors",
+        # nki_simulator.rst) and nt.mutable_tensor parameters
         for t, orig in originals:
             if t.written and isinstance(orig, np.ndarray) and orig.flags.writeable:
                 orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data

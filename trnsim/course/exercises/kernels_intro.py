@@ -40,9 +40,6 @@ _RULE_HINTS = {
         "the clipped last tile has fewer rows (n = hi - lo) than the [128, C] SBUF tile: use the same "
         "number of rows on both sides, tile[0:n, :] with x[lo:hi, :] (nl.load(x[lo:hi, :]) makes an "
         "[n, C] tile by itself)",
-    "err_unexpected_output_dependencies":
-        "every iteration writes the same rows of out: make the slice move with the loop index, " + _CLIP
-        + " (nl.affine_range promises independent iterations, so overlapping writes are an error)",
     "err_tensor_output_not_written_to":
         "the output is never written: finish each iteration with nisa.dma_copy(dst=out[lo:hi, :], "
         "src=...) or nl.store(out[lo:hi, :], value=...)",

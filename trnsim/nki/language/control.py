@@ -136,9 +136,11 @@ def _loop(kind: str, args, directives=None):
 
 
 def affine_range(start, stop=None, step=1, directives=None, **kwargs):
-    """Parallel loop (no loop-carried dependency except associative accumulation). Unrolled at trace time;
-    the buffers of an iteration are reused by the next (a tile kept past its iteration is re-charged when used).
-    ``directives=nki.compiler.no_reorder()`` keeps the loop's instructions in program order."""
+    """NKI 0.6: a deprecated alias of ``range()`` (unrolled at trace time). Beta 1 (``trnsim.neuronxcc.nki``): a
+    parallel loop whose iterations must not write overlapping parts of a tensor made outside it, except by
+    associative accumulation (err_unexpected_output_dependencies). The buffers of an iteration are reused by
+    the next (a tile kept past its iteration is re-charged when used). ``directives=nki.compiler.no_reorder()``
+    keeps the loop's instructions in program order."""
     return _loop("affine_range", (start, stop, step), directives)
 
 
