@@ -671,3 +671,32 @@ def test_a_0_6_kernel_may_update_its_inputs_in_place():
     got, _ = _run(bump, mine)
     np.testing.assert_array_equal(got, x + 1)
     np.testing.assert_array_equal(mine, x + 1)
+
+
+def test_nki_precise_fp_0_stores_narrow_floats_as_float32(monkeypatch):
+    """nki_simulator.rst: NKI_PRECISE_FP=0 keeps bf16/fp8 values in float32 (no rounding), to separate logic
+    errors from precision loss; the default rounds like the hardware."""
+    import ml_dtypes
+    x = (1.0 + RNG.random((128, 64)) * 2 ** -9).astype(ml_dtypes.bfloat16)   # 1 + small: bf16 keeps 8 bits
+
+    def add_third(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out, nl.add(t, 1.0 / 3.0))
+        return out
+    exact = x.astype(np.float32) + np.float32(1.0 / 3.0)
+    monkeypatch.setenv("NKI_PRECISE_FP", "0")
+    loose, _ = _run(add_third, x)
+    assert loose.dtype == np.float32
+    np.testing.assert_allclose(loose, exact, rtol=1e-7)
+
+    def reinterpret(x):
+        return x.view(nl.int16)
+    with pytest.raises(KernelError) as e:
+        _run(reinterpret, x)
+    _rule(e, "err_unsupported_dtype")
+    monkeypatch.setenv("NKI_PRECISE_FP", "1")
+    precise, _ = _run(add_third, x)
+    assert precise.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(precise, exact.astype(ml_dtypes.bfloat16))
+    assert not np.array_equal(precise.astype(np.float32), loose)

@@ -63,6 +63,8 @@ uint16 = np.uint16
 uint32 = np.uint32
 bool_ = np.bool_
 
+_F32 = np.dtype(np.float32)
+
 # canonical name -> storage numpy dtype
 _STORAGE: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
@@ -133,8 +135,43 @@ def _dtype_name(dt: Any) -> str:
     raise TypeError(f"unsupported NKI dtype {name!r}; use one of {sorted(_STORAGE)}")
 
 
+class _Precision:
+    """The simulator's floating-point mode (nki_simulator.rst, ``NKI_PRECISE_FP``): ``exact`` (the default,
+    ``NKI_PRECISE_FP=1``) stores bfloat16 / float16 / float8 values in their own formats, rounding like the
+    hardware; with ``NKI_PRECISE_FP=0`` they are stored as float32 without rounding, to separate a kernel's
+    logic errors from precision loss. Set by the runtime at every launch from the environment."""
+    exact = True
+
+
+PRECISION = _Precision()
+NARROW_FLOATS = frozenset({"float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"})   # not the MX scales
+
+
+def set_precise_fp_from_env() -> None:
+    """Read ``NKI_PRECISE_FP`` ("0" turns precise mode off; anything else, or unset, keeps it on)."""
+    import os
+    PRECISION.exact = os.environ.get("NKI_PRECISE_FP", "1").strip() != "0"
+
+
 def storage_dtype(name: str) -> np.dtype:
-    """numpy dtype used to store values of NKI dtype ``name``."""
+    """numpy dtype used to store values of NKI dtype ``name`` (float32 for the narrow floats when
+    ``NKI_PRECISE_FP=0``)."""
+    if not PRECISION.exact and name in NARROW_FLOATS:
+        return _F32
+    return _STORAGE[name]
+
+
+def require_exact_bits(api: str, *names: str) -> None:
+    """Bit-level reinterpretation (``.view(dtype)``, ``.ap(dtype=...)``) needs the real storage formats: refused
+    with ``NKI_PRECISE_FP=0``, where narrow floats are held as float32."""
+    if not PRECISION.exact and any(n in NARROW_FLOATS for n in names):
+        from trnsim.nki.rules import KernelError
+        raise KernelError("err_unsupported_dtype", f"{api} reinterprets the bits of {' / '.join(names)}, but "
+                          "NKI_PRECISE_FP=0 stores narrow floats as float32", "run with NKI_PRECISE_FP=1 (the default)")
+
+
+def value_dtype(name: str) -> np.dtype:
+    """The numpy dtype of NKI dtype ``name`` itself (its range and bits), whatever the storage mode."""
     return _STORAGE[name]
 
 
@@ -180,6 +217,8 @@ def cast(values: np.ndarray, name: str) -> np.ndarray:
     """
     if name == "tfloat32":
         return _round_tf32(values)
+    if not PRECISION.exact and name in NARROW_FLOATS:
+        return values if values.dtype == _F32 else values.astype(_F32)
     st = _STORAGE[name]
     if values.dtype == st:
         return values

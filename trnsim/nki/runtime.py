@@ -110,8 +110,11 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
             raise KernelError("err_invalid_shape", f"kernel input `{name}` has shape {list(arr.shape)} (no elements)",
                               "pass an array with every dimension >= 1", location="")
         ctx.charge_hbm(name, arr.shape, name_dt, arr.size * dt.itemsize(name_dt))
-        t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input",
-                   data=np.array(arr, copy=True) if ctx.numerics else None)
+        data = None
+        if ctx.numerics:   # a copy, in the storage format of the current precision mode (NKI_PRECISE_FP)
+            st = dt.storage_dtype(name_dt)
+            data = np.array(arr, copy=True) if arr.dtype == st else arr.astype(st)
+        t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input", data=data)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, name_dt, t.bytes_per_partition, 1, True)
         t.mutable = mutable or not ctx.new_style
         return t, arr
@@ -170,6 +173,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
     if any(g < 1 for g in grid):
         raise KernelError("err_invalid_grid", f"SPMD grid {grid} has a non-positive size",
                           "every grid dimension must be >= 1", location="")
+    dt.set_precise_fp_from_env()
     ctx = Context(name or getattr(func, "__name__", "kernel"), target, numerics, grid)
     ctx.dialect = dialect
     ctx.directives = dict(getattr(func, "_nki_directives", None) or {})

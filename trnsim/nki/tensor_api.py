@@ -115,6 +115,7 @@ def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
     if t.data is not None:
         data = t.data
         if dname != t.dtype_name:
+            dt.require_exact_bits(api, t.dtype_name, dname)
             data = np.ascontiguousarray(data).view(dt.storage_dtype(dname))
         data = data.reshape(shape)
     new = type(t)(t.ctx if t.buffer == "hbm" else None, shape, dname, t.buffer, t.name, kind=t.kind,

@@ -1061,6 +1061,7 @@ def _reinterpret(t: "Tensor", name: str) -> "Tensor":
     shape = (t.shape[0], nbytes // isz) if onchip else (nbytes // isz,)
     data = None
     if t.data is not None:
+        dt.require_exact_bits(".ap(dtype=...)", t.dtype_name, name)
         data = np.ascontiguousarray(t.data)
         if data is not t.data:   # the view must share the tensor's memory (writes through it are real writes)
             t.data = data

@@ -41,7 +41,7 @@ def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
         if dtype_name == "bool":
             lo, hi = 0, 1
         else:
-            info = np.iinfo(dt.storage_dtype(dtype_name))
+            info = np.iinfo(dt.value_dtype(dtype_name))
             lo, hi = int(info.min), int(info.max)
         if not (math.isfinite(v) and lo <= v <= hi):
             raise KernelError("err_memset_value_out_of_range",
@@ -50,7 +50,7 @@ def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
                               "nl.float32)")
         return v
     if math.isfinite(v):
-        big = float(ml_dtypes.finfo(dt.storage_dtype(dtype_name)).max)
+        big = float(ml_dtypes.finfo(dt.value_dtype(dtype_name)).max)
         with np.errstate(over="ignore", invalid="ignore"):
             stored = dt.cast(np.array([v], dtype=np.float64).astype(np.float32), dtype_name)
         if abs(v) > float(np.finfo(np.float32).max) or not np.isfinite(stored.astype(np.float32)).all():
