@@ -125,3 +125,12 @@ def test_single_core_traces_schedule_as_before():
     one = profile(add_one_core, *SPEC, target="trn2", numerics=False)
     tl = schedule(one.trace, "trn2")
     assert tl.cores == 1 and tl.latency_ns == pytest.approx(one.latency_us * 1e3)
+
+
+def test_timeline_rows_show_each_cores_engines():
+    from trnsim.course.viz.timeline import timeline_rows
+    p = profile(add_split[2], nt.tensor[[512, 256], nl.float32], nt.tensor[[512, 256], nl.float32], target="trn2",
+                numerics=False)
+    labels = [label for label, _, _ in timeline_rows(p, max_dma_rows=8)]
+    assert "Vector (core 0)" in labels and "Vector (core 1)" in labels
+    assert any(label.startswith("DMA core 1: ") for label in labels)

@@ -40,12 +40,17 @@ def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, n
     then DMA queues by bytes."""
     tl = profile.timeline
     rows = []
-    for code, name in enumerate(("tensor", "vector", "scalar", "gpsimd")):
-        idx = np.flatnonzero(tl.engine == code)
-        if idx.size:
-            rows.append((_ROW_LABELS[name], name, idx))
-            if name == "tensor" and getattr(profile, "tensor_split", None) is not None:
-                rows.append(("TensorMatrix", "tensor_matrix", idx))
+    cores = int(getattr(tl, "cores", 1))
+    core_of = (np.fromiter((ins.core for ins in profile.trace.instructions), dtype=np.int64)
+               if cores > 1 else np.zeros(len(tl), dtype=np.int64))
+    for c in range(cores):                # an LNC=2 launch: each physical core's engines on rows of their own
+        suffix = f" (core {c})" if cores > 1 else ""
+        for code, name in enumerate(("tensor", "vector", "scalar", "gpsimd")):
+            idx = np.flatnonzero((tl.engine == code) & (core_of == c))
+            if idx.size:
+                rows.append((_ROW_LABELS[name] + suffix, name, idx))
+                if name == "tensor" and getattr(profile, "tensor_split", None) is not None and cores == 1:
+                    rows.append(("TensorMatrix", "tensor_matrix", idx))
     coll_idx = np.flatnonzero(tl.engine == 6)      # nki.collectives calls (trnsim.perf.schedule.COLLECTIVE)
     if coll_idx.size:
         rows.append(("Collective", "collective", coll_idx))
