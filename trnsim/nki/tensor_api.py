@@ -209,7 +209,8 @@ class NkiTensorMethods:
 
     def select(self, dim: int, index):
         """Remove dimension ``dim`` by taking element ``index``: an int, or a [1, 1] integer tile whose value is
-        read when the kernel runs (dynamic select, not on the partition dim of an on-chip tensor)."""
+        read when the kernel runs (dynamic select, not on the partition dim of an on-chip tensor; the view is
+        indirect, and a timing-only trace, which computes no values, addresses it as index 0)."""
         v = _view_of(self)
         d = _dim(v, dim, "select")
         dynamic = None
