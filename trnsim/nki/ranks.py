@@ -17,6 +17,7 @@ import gc
 import threading
 from typing import Any, Callable, Sequence
 
+from trnsim.nki._gc import promote_to_oldest_generation
 from trnsim.nki import collectives as _coll
 from trnsim.nki import context as _context
 from trnsim.nki.rules import KernelError
@@ -213,6 +214,7 @@ def trace_ranks(kernel, world_size: int, per_rank_args: Sequence | Callable[[int
             t.join()
         _context._CURRENT = saved_ctx
         if gc_was:
+            promote_to_oldest_generation()
             gc.enable()
         _coll._RANK.__dict__.clear()
     if failure is not None:

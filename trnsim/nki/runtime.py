@@ -22,6 +22,7 @@ from trnsim.nki import context as _context
 from trnsim.nki import tensors as _tensors
 from trnsim.nki import dtypes as dt
 from trnsim.nki._blas import single_thread_blas
+from trnsim.nki._gc import promote_to_oldest_generation
 from trnsim.nki.context import Context
 from trnsim.nki.rules import TARGETS, KernelError, fmt_shape
 from trnsim.nki.tensors import Tensor, View
@@ -251,6 +252,7 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         ctx.active = False
         blas.__exit__(None, None, None)
         if gc_was_enabled:
+            promote_to_oldest_generation()   # the trace's objects skip the young generations' scans
             gc.enable()
     if ctx.numerics and (not ctx.new_style or inputs_mutable or mutable):
         # input arrays the kernel wrote are updated in place: the older convention (outputs are arguments),
