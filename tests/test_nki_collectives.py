@@ -443,3 +443,16 @@ def test_rule_per_collective(kern, rule):
     with pytest.raises(KernelError) as e:
         nki.simulate_ranks(kern, 4, [(np.ones((6, 4), np.float32),)] * 4)
     _rule(e, rule)
+
+
+def test_ranks_writing_one_shared_input_array_do_not_see_each_other():
+    """Each rank has its own device memory: one numpy array given to every rank is copied per rank, so a kernel
+    that updates its input in place (NKI 0.6 allows it) on one rank leaves the other ranks' inputs alone."""
+    def kern(x):
+        t = nl.load(x)
+        nl.store(x, nl.add(t, float(ncc.rank_id() + 1)))
+        return x
+    shared = np.zeros((4, 8), np.float32)
+    outs = nki.simulate_ranks(kern, 3, [(shared,)] * 3)
+    assert [float(o[0, 0]) for o in outs] == [1.0, 2.0, 3.0]
+    assert not shared.any()

@@ -17,6 +17,8 @@ import gc
 import threading
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from trnsim.nki._gc import promote_to_oldest_generation
 from trnsim.nki import collectives as _coll
 from trnsim.nki import context as _context
@@ -154,6 +156,9 @@ def trace_ranks(kernel, world_size: int, per_rank_args: Sequence | Callable[[int
                               f"world_size={world_size}", "give one argument tuple per rank", location="")
         args = [_as_args(a) for a in per_rank_args]
     kwargs = list(per_rank_kwargs) if per_rank_kwargs is not None else [{} for _ in range(world_size)]
+    # each rank has its own device memory: a kernel that writes an input must not reach another rank's copy
+    # (run_kernel hands a writable numpy input to the kernel as is)
+    args = [tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in rank_args) for rank_args in args]
     if len(kwargs) != world_size:
         raise KernelError("err_invalid_arguments", f"per_rank_kwargs has {len(kwargs)} entries for "
                           f"world_size={world_size}", "give one dict per rank", location="")

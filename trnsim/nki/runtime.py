@@ -112,9 +112,12 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
                               "pass an array with every dimension >= 1", location="")
         ctx.charge_hbm(name, arr.shape, name_dt, arr.size * dt.itemsize(name_dt))
         data = None
-        if ctx.numerics:   # a copy, in the storage format of the current precision mode (NKI_PRECISE_FP)
+        if ctx.numerics:
+            # the caller's array itself when it is writable and already in the storage format (the kernel's writes
+            # to an input land in it, as NKI 0.6 updates inputs in place); otherwise a converted copy
             st = dt.storage_dtype(name_dt)
-            data = np.array(arr, copy=True) if arr.dtype == st else arr.astype(st)
+            data = arr if (arr.dtype == st and arr.flags.writeable and isinstance(value, np.ndarray)) \
+                else arr.astype(st)
         t = Tensor(ctx, arr.shape, name_dt, "hbm", name, kind="input", data=data)
         t.alloc_id = ctx.new_alloc(name, "hbm", t.shape, name_dt, t.bytes_per_partition, 1, True)
         t.mutable = mutable or not ctx.new_style
@@ -260,7 +263,8 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         # nki_simulator.rst) and nt.mutable_tensor parameters
         for t, orig in originals:
             if t.written and isinstance(orig, np.ndarray) and orig.flags.writeable:
-                orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data
+                if t.data is not orig:
+                    orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data
     return outputs, trace
 
 
