@@ -1,5 +1,8 @@
 """Tracer speed figures of issue 11 item 7 (run: ``python tests/bench_nki.py``; not part of the unit suite).
 
+Every figure is the median of ``REPEATS`` runs after one untimed warm-up run (first-call costs such as imports
+and caches are paid once per session, not per kernel).
+
 1. Timing-only trace (``numerics=False``, shape-only inputs) of the tutorial-size matmul, stage 1 of the
    journey (``trnsim.kernels.matmul_tiled``), lhsT [8192, 4096] and rhs [8192, 8192] bf16: instructions per
    second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure).
@@ -20,28 +23,52 @@ import trnsim.nki.typing as nt
 from trnsim.kernels import MATMUL_JOURNEY, matmul_tiled
 
 
+REPEATS = 3
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
 def timing_only(k: int = 8192, m: int = 4096, n: int = 8192, target: str = "trn1") -> dict:
+    """Median of REPEATS traces, after one small untimed trace (imports, caches: what a session pays once)."""
+    nki.trace_kernel(matmul_tiled, nt.tensor[[512, 512], nl.bfloat16], nt.tensor[[512, 512], nl.bfloat16],
+                     numerics=False, target=target)
     a, b = nt.tensor[[k, m], nl.bfloat16], nt.tensor[[k, n], nl.bfloat16]
-    t0, c0 = time.perf_counter(), time.process_time()
-    _, trace = nki.trace_kernel(matmul_tiled, a, b, numerics=False, target=target)
-    wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    count = len(trace.instructions)
+    walls, cpus, count = [], [], 0
+    for _ in range(REPEATS):
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, trace = nki.trace_kernel(matmul_tiled, a, b, numerics=False, target=target)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        count = len(trace.instructions)
+        del trace
+    wall_s, cpu_s = _median(walls), _median(cpus)
     return {"instructions": count, "wall_s": wall_s, "cpu_s": cpu_s, "instructions_per_s": count / wall_s,
             "instructions_per_cpu_s": count / cpu_s}
 
 
+def _timed(fn) -> tuple[float, float, object]:
+    """Median wall and CPU seconds of REPEATS calls after one untimed warm-up call, and the last result."""
+    fn()
+    walls, cpus, out = [], [], None
+    for _ in range(REPEATS):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return _median(walls), _median(cpus), out
+
+
 def numerics(size: int = 2048) -> list[dict]:
+    """Each journey stage and numpy's ``a.T @ b`` (its default threads), each warmed up once, medians of REPEATS."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size)).astype(np.float32)
     b = rng.standard_normal((size, size)).astype(np.float32)
-    t0, c0 = time.perf_counter(), time.process_time()
-    ref = a.T @ b
-    np_wall, np_cpu = time.perf_counter() - t0, time.process_time() - c0
+    np_wall, np_cpu, ref = _timed(lambda: a.T @ b)
     rows = []
     for kernel in MATMUL_JOURNEY:
-        t0, c0 = time.perf_counter(), time.process_time()
-        out = nki.simulate(kernel)(a, b)
-        wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        wall_s, cpu_s, out = _timed(lambda: nki.simulate(kernel)(a, b))
         rows.append({"kernel": kernel.__name__, "wall_s": wall_s, "cpu_s": cpu_s, "numpy_wall_s": np_wall,
                      "numpy_cpu_s": np_cpu, "x_numpy_wall": wall_s / np_wall, "x_numpy_cpu": cpu_s / np_cpu,
                      "max_abs_err": float(np.abs(out - ref).max())})

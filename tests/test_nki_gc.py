@@ -51,3 +51,30 @@ def test_a_kernel_runs_trace_lands_in_the_oldest_generation():
     trace_ids = {id(i) for i in k.last_trace.instructions}
     oldest = {id(o) for o in gc.get_objects(generation=2)}
     assert trace_ids <= oldest                   # promoted unscanned, not left for the young collections
+
+
+def test_a_dropped_trace_is_freed_without_the_cyclic_collector():
+    """The run's context must not sit in a reference cycle that keeps the instruction list alive: dropping the
+    Trace frees its instructions by reference counting (a large trace would otherwise wait for a full GC)."""
+    import trnsim.nki.typing as nt
+    from trnsim.nki.trace import Instruction
+
+    k = nki.jit(lambda a, b: _mm(a, b))
+    gc.disable()
+    try:
+        _, tr = nki.trace_kernel(k, nt.tensor[[256, 128], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16],
+                                 numerics=False)
+        probe = weakref.ref(tr.instructions[0]) if hasattr(tr.instructions[0], "__weakref__") else None
+        ids = {id(i) for i in tr.instructions}
+        k.last_trace = None
+        del tr
+        alive = [o for o in gc.get_objects() if id(o) in ids and isinstance(o, Instruction)]
+        assert not alive, f"{len(alive)} instructions still alive"
+        assert probe is None or probe() is None
+    finally:
+        gc.enable()
+
+
+def _mm(a, b):
+    from trnsim.kernels.matmul import matmul_tiled
+    return matmul_tiled.func(a, b)

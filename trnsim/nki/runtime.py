@@ -253,6 +253,10 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
         _context._CURRENT = prev
         _tensors.DIALECT.beta1 = prev_beta1
         ctx.active = False
+        # the shared HBM tensors point back at the context (Tensor.ctx): drop them so the context, and with it
+        # the instruction list, is freed by reference counting once the caller drops the Trace, not only by a
+        # full collection of the cyclic GC (a large trace would otherwise stay in memory until then)
+        ctx.shared = []
         blas.__exit__(None, None, None)
         if gc_was_enabled:
             promote_to_oldest_generation()   # the trace's objects skip the young generations' scans
