@@ -700,3 +700,21 @@ def test_nki_precise_fp_0_stores_narrow_floats_as_float32(monkeypatch):
     assert precise.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(precise, exact.astype(ml_dtypes.bfloat16))
     assert not np.array_equal(precise.astype(np.float32), loose)
+
+
+def test_integer_on_the_partition_dim_keeps_a_size_1_partition_on_chip():
+    """NkiTensor.__getitem__ (0.6 reference): on SBUF/PSUM an integer on dim 0 keeps a size-1 partition dimension;
+    on HBM it removes the dimension."""
+    seen = {}
+    x = RNG.normal(size=(8, 64)).astype(np.float32)
+
+    def kern(x):
+        t = nl.ndarray((8, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        seen.update(sbuf=tuple(t[3].shape), sbuf_neg=tuple(t[-1].shape), hbm=tuple(x[3].shape))
+        out = nl.ndarray((1, 64), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t[3])
+        return out
+    got, _ = _run(kern, x)
+    assert seen == {"sbuf": (1, 64), "sbuf_neg": (1, 64), "hbm": (64,)}
+    np.testing.assert_array_equal(got, x[3:4])

@@ -1168,6 +1168,14 @@ def _index(view: View, key) -> View:
     t = view.tensor
     if not isinstance(key, tuple):
         key = (key,)
+    if not DIALECT.beta1 and t.buffer != "hbm" and key and view.pfirst and view.shape:
+        # NKI 0.6 (NkiTensor.__getitem__): on SBUF / PSUM an integer on dimension 0 keeps a size-1 partition
+        # dimension (the result is at least 2-D); on HBM it removes the dimension, as in numpy
+        k0 = key[0]
+        if isinstance(k0, (int, np.integer)) and not isinstance(k0, bool):
+            k0 = int(k0) + (view.shape[0] if k0 < 0 else 0)
+            if 0 <= k0 < view.shape[0]:
+                key = (slice(k0, k0 + 1),) + key[1:]
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         fast = _fast_basic(key, t.shape)
         if fast is not None:
