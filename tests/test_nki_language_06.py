@@ -718,3 +718,32 @@ def test_integer_on_the_partition_dim_keeps_a_size_1_partition_on_chip():
     got, _ = _run(kern, x)
     assert seen == {"sbuf": (1, 64), "sbuf_neg": (1, 64), "hbm": (64,)}
     np.testing.assert_array_equal(got, x[3:4])
+
+
+def test_on_chip_views_stay_at_least_two_dimensional():
+    """nki-language-guide "Tensor Indexing": integers on free dims drop them unless the result would be < 2-D,
+    then the last integer-indexed free dim is kept at size 1; t[0, 0, 10] is a (1, 1) view. Beta 1 keeps numpy's
+    rank-dropping; HBM drops indexed dims (at least 1-D)."""
+    seen = {}
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+
+    def kern(x):
+        t = nl.ndarray((64, 64, 64), nl.float32, buffer=nl.sbuf)
+        s = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=x)
+        h = nl.ndarray((4, 128, 32), nl.float32, buffer=nl.shared_hbm)
+        seen.update(point=tuple(t[0, 0, 10].shape), drop_one=tuple(t[:, 0].shape), both=tuple(t[:, 0, 10].shape),
+                    sliced=tuple(t[0:64, 0, 0:64].shape), neg=tuple(t[:, -1, -1].shape),
+                    column=tuple(s[:, 5].shape), ellipsis=tuple(s[..., 0].shape), view_of_view=tuple(s[:, 2:4][:, 1].shape),
+                    hbm=tuple(h[0, :, 0].shape))
+        with pytest.raises(KernelError) as e:
+            s[:, 64]
+        seen["oob"] = e.value.rule
+        out = nl.ndarray((128, 1), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=s[:, 5])    # the [128, 1] column moves into a [128, 1] HBM tensor
+        return out
+    got, _ = _run(kern, x)
+    assert seen == {"point": (1, 1), "drop_one": (64, 64), "both": (64, 1), "sliced": (64, 64), "neg": (64, 1),
+                    "column": (128, 1), "ellipsis": (128, 1), "view_of_view": (128, 1), "hbm": (128,),
+                    "oob": "err_tensor_access_out_of_bound"}
+    np.testing.assert_array_equal(got, x[:, 5:6])

@@ -401,8 +401,8 @@ class Tensor(NkiTensorMethods):
             return self.full_view()
         if type(key) is tuple and len(key) == len(self.shape):
             fast = _fast_basic(key, self.shape)   # same result as _index's fast path, without the full view
-            if fast is not None:
-                return View(self, fast, None)
+            if fast is not None and (self.buffer == "hbm" or DIALECT.beta1 or all(r[0] == "r" for r in fast)):
+                return View(self, fast, None)   # (on-chip integer indices of NKI 0.6 keep dims: see _index)
         return self.full_view()[key]
 
     def __setitem__(self, key, value) -> None:
@@ -1163,6 +1163,33 @@ def _fast_basic(key: tuple, shape: tuple):
     return tuple(out)
 
 
+def _keep_two_dims(key: tuple, shape: tuple) -> tuple:
+    """NKI 0.6 on-chip indexing (``NkiTensor.__getitem__``, nki-language-guide "Tensor Indexing"): integers on
+    free dims drop them, unless the result would have fewer than 2 dims; then the last integer-indexed free dim
+    is kept at size 1 (``t[:, 5]`` on a [128, 64] tile is a [128, 1] view). ``key`` already has dim 0 as a
+    slice. A single Ellipsis is expanded; keys with index expressions, several Ellipses or too many entries are
+    returned unchanged (the general path refuses them)."""
+    if any(isinstance(k, IndexExpr) for k in key):
+        return key
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell == 1:
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - (len(key) - 1)) + key[i + 1:]
+    if n_ell > 1 or len(key) > len(shape):
+        return key
+    ints = [j for j, k in enumerate(key) if isinstance(k, (int, np.integer)) and not isinstance(k, bool)]
+    kept = len(shape) - len(ints)
+    if kept >= 2 or not ints:
+        return key
+    j = ints[-1]
+    if j == 0:
+        return key
+    k = int(key[j]) + (shape[j] if key[j] < 0 else 0)
+    if not 0 <= k < shape[j]:
+        return key   # out of range: the general path raises the bounds error
+    return key[:j] + (slice(k, k + 1),) + key[j + 1:]
+
+
 def _index(view: View, key) -> View:
     """Resolve ``view[key]`` into a new View on the same tensor."""
     t = view.tensor
@@ -1176,6 +1203,7 @@ def _index(view: View, key) -> View:
             k0 = int(k0) + (view.shape[0] if k0 < 0 else 0)
             if 0 <= k0 < view.shape[0]:
                 key = (slice(k0, k0 + 1),) + key[1:]
+        key = _keep_two_dims(key, view.shape)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         fast = _fast_basic(key, t.shape)
         if fast is not None:
