@@ -1115,3 +1115,28 @@ def test_tensor_copy_on_the_scalar_engine_is_refused_on_neuroncore_v2():
         nki.simulate(nki.jit(body, target="trn1"))(x)
     assert exc.value.rule == "err_unsupported_engine"
     np.testing.assert_array_equal(nki.simulate(nki.jit(body, target="trn2"))(x), x)
+
+
+def test_tensor_tensor_needs_the_same_elements_per_partition():
+    """nki.isa.tensor_tensor: "the two tiles must have the same partition axis size and the same number of elements
+    per partition". A [P, 1] column is refused (naming tensor_scalar); broadcast explicitly, it is accepted."""
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+
+    def kern(x, refuse):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        col = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=col, src=x[:, 0:1])
+        o = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        if refuse:
+            nisa.tensor_tensor(dst=o, data1=t, data2=col, op=nl.add)
+        nisa.tensor_tensor(dst=o, data1=t, data2=nl.broadcast_to(col, (128, 64)), op=nl.add)
+        out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+    got = nki.simulate(nki.jit(kern))(x, False)
+    np.testing.assert_array_equal(got, x + x[:, 0:1])
+    with pytest.raises(KernelError) as e:
+        nki.simulate(nki.jit(kern))(x, True)
+    assert e.value.rule == "err_shape_mismatch"
+    assert "data2[128, 1] has 1" in str(e.value) and "nisa.tensor_scalar" in str(e.value)

@@ -29,6 +29,16 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
                           f"(data1{fmt_shape(a.shape)}, data2{fmt_shape(b.shape)}) of '{api}'",
                           "make both tiles span the same partitions (broadcast explicitly with "
                           "tile.broadcast_to((P, n)) if needed)")
+    if api == "tensor_tensor" and free_size(a.shape) != free_size(b.shape):
+        # nki.isa.tensor_tensor: "the two tiles must have the same partition axis size and the same number of
+        # elements per partition" (the Vector Engine streams both operands element for element; no broadcast)
+        raise KernelError("err_shape_mismatch",
+                          f"nisa.tensor_tensor needs the same number of elements per partition in both inputs: "
+                          f"data1{fmt_shape(a.shape)} has {free_size(a.shape)}, data2{fmt_shape(b.shape)} has "
+                          f"{free_size(b.shape)} (the instruction does not broadcast)",
+                          "for a [P, 1] column use nisa.tensor_scalar(dst, data, op0, operand0=column), which "
+                          "broadcasts it along the free dimension; otherwise broadcast it explicitly "
+                          "(nl.broadcast_to(tile, shape))")
     try:
         shape = tuple(int(x) for x in np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     except ValueError:
