@@ -1140,3 +1140,28 @@ def test_tensor_tensor_needs_the_same_elements_per_partition():
         nki.simulate(nki.jit(kern))(x, True)
     assert e.value.rule == "err_shape_mismatch"
     assert "data2[128, 1] has 1" in str(e.value) and "nisa.tensor_scalar" in str(e.value)
+
+
+def test_a_result_is_not_broadcast_into_a_wider_dst():
+    """0.6 destination passing: a [128, 1] result (a reduction, a column copy) written into a [128, 4] dst is
+    refused, not broadcast; the right dst works; a smaller dst keeps its documented error."""
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+
+    def kern(x, width, small):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        if small:
+            half = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=half, src=t)
+        r = nl.ndarray((128, width), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=nl.add, data=t, axis=1)
+        out = nl.ndarray((128, width), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    np.testing.assert_allclose(nki.simulate(nki.jit(kern))(x, 1, False), x.sum(axis=1, keepdims=True), rtol=1e-6)
+    with pytest.raises(KernelError) as e:
+        nki.simulate(nki.jit(kern))(x, 4, False)
+    assert e.value.rule == "err_shape_mismatch" and "produces [128, 1] (1 element per partition)" in str(e.value)
+    with pytest.raises(KernelError) as e:
+        nki.simulate(nki.jit(kern))(x, 1, True)
+    assert e.value.rule == "err_store_dst_shape_smaller_than_other_shape"

@@ -11,7 +11,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import Broadcast, Tensor, View
+from trnsim.nki.tensors import DIALECT, Broadcast, Tensor, View
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -90,6 +90,16 @@ def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed
                                   if d.tensor.buffer == "hbm" else "")))
         if tuple(d.shape) != tuple(shape):
             if not (math.prod(d.shape) == math.prod(shape) and d.shape[0] == shape[0]):
+                if not DIALECT.beta1 and math.prod(d.shape) > math.prod(shape):
+                    # NKI 0.6 destination passing: an instruction writes exactly its result's elements into dst;
+                    # it does not broadcast a [P, 1] result across a wider dst (a smaller dst is refused below)
+                    n_res, n_dst = math.prod(shape[1:]), math.prod(d.shape[1:])
+                    raise KernelError("err_shape_mismatch",
+                                      f"'{api}' produces {fmt_shape(shape)} ({n_res} element{'s' if n_res != 1 else ''}"
+                                      f" per partition) but dst is {fmt_shape(d.shape)} ({n_dst} elements per "
+                                      "partition): the instruction does not broadcast its result",
+                                      f"allocate or index dst as {fmt_shape(shape)}, e.g. "
+                                      f"nl.ndarray({tuple(shape)}, dtype, buffer=nl.sbuf)")
                 check_assign_shape(d, shape, api)
         return d, None
     t = ctx.new_tensor(shape, dtype_name, buffer, api=api, temp=True)
