@@ -8,7 +8,7 @@ and caches are paid once per session, not per kernel).
    second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure).
 2. Numerics-on simulation of the four journey stages at 2048^3 fp32 against numpy's ``a.T @ b`` in the same
    process (wall and CPU seconds; numpy's BLAS may use several threads, the simulator runs its tile matmuls
-   single-threaded, see ``trnsim.nki._blas``).
+   single-threaded, see ``trnsim.nki._blas``), and against the same product on one BLAS thread.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import trnsim.nki as nki
 import trnsim.nki.language as nl
 import trnsim.nki.typing as nt
 from trnsim.kernels import MATMUL_JOURNEY, matmul_tiled
+from trnsim.nki._blas import single_thread_blas
 
 
 REPEATS = 3
@@ -66,11 +67,14 @@ def numerics(size: int = 2048) -> list[dict]:
     a = rng.standard_normal((size, size)).astype(np.float32)
     b = rng.standard_normal((size, size)).astype(np.float32)
     np_wall, np_cpu, ref = _timed(lambda: a.T @ b)
+    with single_thread_blas():   # the same product on one BLAS thread, as the simulator runs its tile matmuls
+        np1_wall, _, _ = _timed(lambda: a.T @ b)
     rows = []
     for kernel in MATMUL_JOURNEY:
         wall_s, cpu_s, out = _timed(lambda: nki.simulate(kernel)(a, b))
         rows.append({"kernel": kernel.__name__, "wall_s": wall_s, "cpu_s": cpu_s, "numpy_wall_s": np_wall,
                      "numpy_cpu_s": np_cpu, "x_numpy_wall": wall_s / np_wall, "x_numpy_cpu": cpu_s / np_cpu,
+                     "numpy_1thread_wall_s": np1_wall, "x_numpy_1thread_wall": wall_s / np1_wall,
                      "max_abs_err": float(np.abs(out - ref).max())})
     return rows
 
@@ -86,7 +90,8 @@ def main() -> None:
     for row in numerics(1024 if args.small else 2048):
         print(f"numerics {row['kernel']}: {row['wall_s']:.2f} s wall ({row['x_numpy_wall']:.1f}x numpy's "
               f"{row['numpy_wall_s']:.2f} s), {row['cpu_s']:.2f} s CPU ({row['x_numpy_cpu']:.1f}x numpy's "
-              f"{row['numpy_cpu_s']:.2f} s), max |error| {row['max_abs_err']:.1e}")
+              f"{row['numpy_cpu_s']:.2f} s), {row['x_numpy_1thread_wall']:.1f}x numpy on one BLAS thread "
+              f"({row['numpy_1thread_wall_s']:.2f} s), max |error| {row['max_abs_err']:.1e}")
 
 
 if __name__ == "__main__":
