@@ -81,7 +81,18 @@ def test_dma_active_time_and_mfu_max_achievable():
     m = p.metrics
     data_ns = p.timeline.dma_data_ns[0]
     assert m.dma_active_time_us == pytest.approx(data_ns / 1e3)
-    hbm_core = T1.chip.hbm_gbytes_per_s / T1.chip.neuroncores
+    hbm_stack = T1.chip.hbm_gbytes_per_s / 2           # trn1: 2 HBM stacks, one per NeuronCore
     ai = 2 * 128 * 128 * 512 / (128 * 1024 * 2)
-    assert m.mfu_max_achievable_estimated_pct == pytest.approx(100 * ai / (m.peak_ops_per_s / (hbm_core * 1e9)))
+    assert m.mfu_max_achievable_estimated_pct == pytest.approx(100 * ai / (m.peak_ops_per_s / (hbm_stack * 1e9)))
+    assert m.mbu_estimated_pct == pytest.approx(100 * 128 * 1024 * 2 / (p.latency_us * 1e3 * hbm_stack))
     assert "Matmul Instruction Count" in p.neuron_profile_table()
+
+
+def test_hbm_max_bandwidth_is_one_stack():
+    """profile-schema-reference: MBU and MFU max achievable divide by one HBM stack's bandwidth, the same for LNC1
+    and LNC2. On trn2 (2.9 TB/s, 4 stacks, 8 NeuronCores) that is 725 GB/s, twice one core's share."""
+    instrs = [B.load(128, 1024, deps=()), B.matmul(128, 128, 512, deps=(0,))]
+    m = profile_trace(_trace(instrs), "trn2").metrics
+    assert m.hbm_max_gbytes_per_s == pytest.approx(2900 / 4)
+    ai = 2 * 128 * 128 * 512 / (128 * 1024 * 2)
+    assert m.mfu_max_achievable_estimated_pct == pytest.approx(100 * ai / (m.peak_ops_per_s / (725 * 1e9)))

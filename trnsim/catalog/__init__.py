@@ -215,6 +215,7 @@ class ChipSpec:
     device_memory_gib: float
     memory_type: str
     hbm_gbytes_per_s: float
+    hbm_stacks: int | None   # HBM stacks on the chip (None: DRAM, Inferentia)
     dma_gbytes_per_s: float | None
     dma_engines: int
     sbuf_mib: float | None
@@ -235,6 +236,15 @@ class ChipSpec:
     def hbm_gbytes_per_s_per_core(self) -> float:
         """Device-memory bandwidth shared evenly by the chip's NeuronCores."""
         return self.hbm_gbytes_per_s / self.neuroncores
+
+    @property
+    def hbm_stack_gbytes_per_s(self) -> float:
+        """Bandwidth of one HBM stack (chip bandwidth / stacks), GB/s: neuron-profile's ``hbm_max_bandwidth``,
+        the denominator of MBU and "MFU max achievable" ("the maximum HBM bandwidth of a HBM stack", the same for
+        LNC1 and LNC2: profile-schema-reference). A chip without HBM stacks (DRAM) uses the per-core share."""
+        if not self.hbm_stacks:
+            return self.hbm_gbytes_per_s_per_core
+        return self.hbm_gbytes_per_s / self.hbm_stacks
 
     def __str__(self) -> str:
         bf16 = self.peak_tflops.get("bf16")
@@ -431,6 +441,7 @@ def _parse_chip(doc, filename, name, rec) -> ChipSpec:
         device_memory_gib=r.get("device_memory_gib", "GiB", _is_num, "a number of GiB"),
         memory_type=r.get("memory_type", None, _is_str, "'HBM' or 'DRAM'"),
         hbm_gbytes_per_s=r.get("hbm_gbytes_per_s", "GB/s", _is_num, "a bandwidth"),
+        hbm_stacks=r.get("hbm_stacks", "count", _is_int, "an integer count", optional=True),
         dma_gbytes_per_s=r.get("dma_gbytes_per_s", "GB/s", _is_num, "a bandwidth", optional=True),
         dma_engines=r.get("dma_engines", "count", _is_int, "an integer count"),
         sbuf_mib=r.get("sbuf_mib", "MiB", _is_num, "a number of MiB", optional=True),

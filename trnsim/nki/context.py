@@ -368,12 +368,13 @@ class Context:
         for r in scope:
             t = r()
             if t is not None and t.live:
-                if loc is None:
-                    loc = short_location()
                 rec = self.live.get(t.alloc_id)
                 self.release(t)
-                t.freed_line = loc
-                if not beta1:
+                if beta1:   # the line named by err_local_variable_used_out_of_scope (0.6 never raises it)
+                    if loc is None:
+                        loc = short_location()
+                    t.freed_line = loc
+                else:
                     t.parked = rec if rec is not None else ("", 0, 0, t.name, t.shape)
 
     def recharge(self, t: Tensor) -> None:

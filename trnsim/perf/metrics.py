@@ -12,10 +12,12 @@ Definitions follow the Neuron Explorer profile schema (aws-neuron-sdk
 - *HFU*: all Tensor Engine FLOPs / (peak ops/s x total time); *MFU*: the same for matmul FLOPs only
   (Tensor Engine transposes excluded); peak ops/s = 2 x PE rows x PE columns x clock (the BF16 peak,
   also for fp32 matmuls, as the profiler does).
-- *MFU max achievable*: (model FLOPs / HBM bytes) / (peak ops/s / HBM bandwidth), capped at 100%;
-  trnsim takes the HBM bandwidth of one NeuronCore as the chip's HBM bandwidth / its NeuronCores.
-- An LNC=2 launch (``Timeline.cores == 2``) is reported as one logical core: peaks and HBM share are
-  doubled and an engine is "active" while either physical core's copy of it is busy.
+- *MFU max achievable*: (model FLOPs / HBM bytes) / (peak ops/s / hbm_max_bandwidth), capped at 100%;
+  *MBU*: HBM bytes / total time / hbm_max_bandwidth. The schema defines hbm_max_bandwidth as the
+  bandwidth of one HBM stack, the same for LNC1 and LNC2: the chip's HBM bandwidth / its HBM stacks
+  (``ChipSpec.hbm_stack_gbytes_per_s``; trn1 410 GiB/s = a core's share, trn2 725 GB/s = two cores' share).
+- An LNC=2 launch (``Timeline.cores == 2``) is reported as one logical core: peaks are doubled and an
+  engine is "active" while either physical core's copy of it is busy.
 Times in microseconds, rates in GB/s (= bytes/ns).
 """
 from __future__ import annotations
@@ -134,9 +136,9 @@ class NeuronProfileMetrics:
     dma_active_time_us: float
     dma_active_time_pct: float
     dma_transfer_average_bytes: float
-    mbu_estimated_pct: float                       # HBM bytes / (latency x per-core HBM bandwidth)
+    mbu_estimated_pct: float                       # HBM bytes / (latency x one HBM stack's bandwidth)
     peak_ops_per_s: float
-    hbm_core_gbytes_per_s: float
+    hbm_max_gbytes_per_s: float                    # neuron-profile's hbm_max_bandwidth: one HBM stack
 
     def rows(self) -> list[tuple[str, str]]:
         """(name, value) rows in neuron-profile's wording, for printing."""
@@ -202,17 +204,19 @@ def neuron_profile_metrics(trace: Any, tl: Timeline, core: Any, chip: Any, split
     secs = lat * 1e-9
     hfu = 100.0 * hw_flops / (peak * secs) if secs > 0 else 0.0
     mfu = 100.0 * model_flops / (peak * secs) if secs > 0 else 0.0
-    hbm_core = tl.cores * float(chip.hbm_gbytes_per_s) / float(chip.neuroncores)
+    # profile-schema-reference: MBU and MFU max achievable divide by hbm_max_bandwidth, "the maximum HBM bandwidth of
+    # a HBM stack", the same for LNC1 and LNC2 (trn2: 2.9 TB/s / 4 stacks = 725 GB/s, twice a core's share)
+    hbm_max = float(chip.hbm_stack_gbytes_per_s)
     if hbm_bytes is None:
         nbytes = np.fromiter((ins[i].bytes_moved for i in didx.tolist()), dtype=np.float64, count=didx.size)
         hbm_bytes = float(nbytes[tl.dma_touches_hbm[didx]].sum())
     if hbm_bytes > 0:
-        mfu_max = min(100.0, 100.0 * (model_flops / hbm_bytes) / (peak / (hbm_core * 1e9)))
+        mfu_max = min(100.0, 100.0 * (model_flops / hbm_bytes) / (peak / (hbm_max * 1e9)))
     else:
         mfu_max = 100.0 if model_flops > 0 else 0.0
     dma_all = np.flatnonzero(tl.engine == DMA)
     avg_bytes = float(np.mean([ins[i].bytes_moved for i in dma_all.tolist()])) if dma_all.size else 0.0
-    mbu = 100.0 * hbm_bytes / (lat * hbm_core) if lat > 0 else 0.0
+    mbu = 100.0 * hbm_bytes / (lat * hbm_max) if lat > 0 else 0.0
     n_mm = int(split.is_matmul.sum())
     return NeuronProfileMetrics(
         total_time_us=lat / 1e3, active_time_us=active, active_time_pct=pct, instruction_time_us=itime,
@@ -220,7 +224,7 @@ def neuron_profile_metrics(trace: Any, tl: Timeline, core: Any, chip: Any, split
         tensor_matrix_active_time_us=tm_active, hfu_estimated_pct=hfu, mfu_estimated_pct=mfu,
         mfu_max_achievable_estimated_pct=mfu_max, dma_active_time_us=active["dma"], dma_active_time_pct=pct["dma"],
         dma_transfer_average_bytes=avg_bytes, mbu_estimated_pct=mbu, peak_ops_per_s=peak,
-        hbm_core_gbytes_per_s=hbm_core)
+        hbm_max_gbytes_per_s=hbm_max)
 
 
 __all__ = ["NeuronProfileMetrics", "TensorSplit", "dma_throughput_series", "neuron_profile_metrics",
