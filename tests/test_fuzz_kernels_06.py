@@ -234,14 +234,13 @@ def _activation(p, f, d, dd, op, bias, scale, s, seed):
     if scale == "bf16_vector":
         return _check("activation", kern, (a, bv, sv), rules={"err_activation_scale_invalid_type"},
                       mention=["bfloat16"])
-    if bias == "int32":
-        return _check("activation", kern, (a, bv, sv), rules={"err_activation_bias_invalid_type"}, mention=["int32"])
     if bias == "wide":
         return _check("activation", kern, (a, bv, sv), rules={"err_operand_shape"}, mention=[f"[{p}, 3]"])
     x = a.astype(np.float64)
     x = x * {"one": 1.0, "float": np.float64(np.float32(s)), "vector": sv.astype(np.float64)}[scale]
     if bias != "none":
-        x = x + _ref(bv, "bfloat16" if bias == "bf16" else "float32")
+        # the bias may be any dtype but tfloat32 (nki.isa.activation): an int32 bias holds the rounded values
+        x = x + _ref(bv, {"bf16": "bfloat16", "int32": "int32"}.get(bias, "float32"))
     rt, at = _tol(dd)
     _check("activation", kern, (a, bv, sv), ref=_ref(ACT[op](x), dd), rtol=rt + 1e-5, atol=at + 1e-5)
 

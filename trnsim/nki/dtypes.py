@@ -184,6 +184,12 @@ def is_float(name: str) -> bool:
     return name in FLOAT_NAMES
 
 
+def is_int(name: str) -> bool:
+    """True for the integer NKI dtypes (int8 ... uint32; not bool or packed words)."""
+    st = _STORAGE.get(name)
+    return st is not None and name not in PACKED and np.dtype(st).kind in "iu"
+
+
 def dtype_object(name: str) -> Any:
     """The user-facing dtype object (what ``nl.<name>`` is) for a canonical name."""
     if name == "tfloat32":

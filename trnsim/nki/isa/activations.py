@@ -29,12 +29,28 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
                               f"activation scale tile has dtype {sv.tensor.dtype_name}; it must be float32",
                               "keep the scale vector in nl.float32")
     sc, sc_vec = scalar_or_vector(scale, P, api, "scale", reads)
-    if bias is not None and not is_tile(bias):
-        raise KernelError("err_activation_bias_invalid_type", "activation bias must be a [P, 1] tile",
+    nki06 = ctx.dialect != "beta1"
+    # NeuronCore-v2: bias is a [N, 1] vector; "starting NeuronCore-v3, bias can either be a compile-time constant
+    # scalar or a [N, 1] vector" (nki.isa.activation)
+    scalar_bias_ok = nki06 and ctx.limits.neuroncore_version != "NC-v2"
+    if bias is not None and not is_tile(bias) and not scalar_bias_ok:
+        raise KernelError("err_activation_bias_invalid_type",
+                          f"activation bias must be a [P, 1] tile on {ctx.target} (a constant scalar bias needs "
+                          "NeuronCore-v3 or newer)" if nki06 else "activation bias must be a [P, 1] tile",
                           "put the bias in a [P, 1] tile (e.g. nl.full((P, 1), b, nl.float32))")
-    if bias is not None:
+    if nki06 and api in ("activation", "activation_reduce") and reduce_op is not None and \
+            op_name(reduce_op, "reduce") != "add":
+        raise KernelError("err_unsupported_op",
+                          f"activation reduce_op={op_name(reduce_op, 'reduce')}: the Scalar Engine's reduction after "
+                          "the activation must be nl.add", "pass reduce_op=nl.add, or reduce dst afterwards with "
+                          "nisa.tensor_reduce")
+    if bias is not None and is_tile(bias):
         bv = tile_arg(bias, api, "bias")
-        if bv.tensor.dtype_name not in ("float32", "float16", "bfloat16"):
+        if nki06:
+            if bv.tensor.dtype_name == "tfloat32":   # "bias can be any supported dtype except tfloat32"
+                raise KernelError("err_activation_bias_invalid_type", "activation bias cannot be tfloat32",
+                                  "keep the bias tile in nl.float32")
+        elif bv.tensor.dtype_name not in ("float32", "float16", "bfloat16"):
             raise KernelError("err_activation_bias_invalid_type",
                               f"activation bias has dtype {bv.tensor.dtype_name}; it must be float32/float16/bfloat16",
                               "cast the bias tile")
@@ -49,8 +65,10 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             x = x * bcast_free(read(sc), x.ndim)
         elif sc is not None and sc != 1.0:
             x = x * np.float32(sc)
-        if bi is not None:
+        if bi_vec:
             x = x + bcast_free(read(bi), x.ndim)
+        elif bi is not None:
+            x = x + np.float32(bi)
         with np.errstate(all="ignore"):
             res = np.asarray(ACT[name](x), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))

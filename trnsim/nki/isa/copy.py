@@ -21,7 +21,10 @@ def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy")
                           "use the Vector or Scalar engine to read/write PSUM")
     res = None
     if ctx.numerics:
-        res = read(v)
+        # Vector and GpSimd engines copy bit-accurately when src and dst have the same dtype (nki.isa.tensor_copy);
+        # otherwise the value goes through float32 and is cast to dst's dtype
+        same = eng != "scalar" and dview.tensor.dtype_name == v.tensor.dtype_name
+        res = read(v, raw=True) if same else read(v)
         store_result(ctx, dview, res, mask_array(mask, tuple(dview.shape)))
     n = free_size(shape)
     base = v.view if isinstance(v, Broadcast) else v

@@ -179,6 +179,28 @@ def _dma_copy_06(dst, src, priority, oob_mode, dge_mode, engine, name):
     """Copy ``src`` into ``dst`` with a DMA engine (casts if the dtypes differ; PSUM is not a DMA endpoint).
     A ``src`` or ``dst`` view with a runtime index (``.ap(vector_offset=...)``, ``vector_select``) gathers or
     scatters rows; ``oob_mode`` says what an out-of-range index does ("error" or "skip")."""
+    ctx = current()
+    nc = ctx.limits.neuroncore_version
+    if dge_mode == "hwdge" and nc == "NC-v2":
+        raise KernelError("err_unsupported_dge_mode",
+                          f"dma_copy(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer",
+                          "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none")
+    if engine not in (None, "unknown") and dge_mode != "hwdge":
+        raise KernelError("err_invalid_arguments",
+                          f"dma_copy(engine={engine}) names the engine that generates hardware-DGE descriptors; it is "
+                          f"only valid with dge_mode=nisa.dge_mode.hwdge (got dge_mode={dge_mode})",
+                          "pass dge_mode=nisa.dge_mode.hwdge with engine=, or drop engine=")
+    if engine not in (None, "unknown", "sync", "scalar"):
+        raise KernelError("err_invalid_arguments", f"dma_copy(engine={engine}): hardware-DGE descriptors are generated "
+                          "by the Sync or the Scalar engine", "pass engine=nisa.engine.sync or nisa.engine.scalar")
+    if priority is not None:
+        if nc in ("NC-v2", "NC-v3"):
+            raise KernelError("err_invalid_arguments",
+                              f"dma_copy(priority={priority!r}) on {ctx.target}: DMA priority levels exist on "
+                              "NeuronCore-v4 and newer only", "drop priority=")
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 3:
+            raise KernelError("err_invalid_arguments", f"dma_copy(priority={priority!r}) must be an int 0-3 (lower is "
+                              "higher priority)", "pass priority=0, 1, 2 or 3")
     _dma(dst, src, None, "dma_copy", oob_mode=oob_mode)
 
 

@@ -8,13 +8,15 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
-from trnsim.nki.isa.ops import ALU, op_name
+from trnsim.nki.isa.ops import ALU, BITVEC, INT_EXACT, UNARY_ALU, alu_name, bitvec, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
 
 
-def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="tensor_tensor", pbcast_ok=False):
+def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="tensor_tensor", pbcast_ok=False,
+        eng_auto: bool = False):
+    """``eng_auto``: engine=unknown (the compiler picks; int32 arithmetic goes to GpSimd)."""
     ctx = current()
     name = op_name(op)
     a = tile_arg(data1, api, "data1")
@@ -48,10 +50,35 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
     check_free_limit(a, api, "data1")
     odt = dtype_or(dtype, dt.promote(a.tensor.dtype_name, b.tensor.dtype_name))
     dview, out_t = out_tile(shape, odt, "sbuf", api, dst)
+    ints = dt.is_int(a.tensor.dtype_name) and dt.is_int(b.tensor.dtype_name)
+    bits = name in BITVEC
+    if bits and api == "tensor_tensor" and ctx.dialect != "beta1" and not (ints and dt.is_int(dview.tensor.dtype_name)):
+        # "For bitvec operators, the input/output data types must be integer types" (nki.isa.tensor_tensor)
+        raise KernelError("err_unsupported_dtype",
+                          f"nisa.tensor_tensor with the bitvec operator {name} needs integer tiles (used as bit "
+                          f"patterns), got data1 {a.tensor.dtype_name}, data2 {b.tensor.dtype_name}, dst "
+                          f"{dview.tensor.dtype_name}",
+                          "use integer tiles (nl.int32, nl.uint32, ...); view float bits with .bitcast(nl.int32)")
+    # int32/uint32 in and out, an arithmetic op, engine left to the compiler, nothing in PSUM: the GpSimd Engine's
+    # native integer arithmetic, exact for all 32-bit values (nki.isa.tensor_tensor)
+    i32 = ("int32", "uint32")
+    int_exact = (not bits and name in INT_EXACT and api == "tensor_tensor" and eng_auto
+                 and a.tensor.dtype_name in i32 and b.tensor.dtype_name in i32 and dview.tensor.dtype_name in i32
+                 and "psum" not in (a.tensor.buffer, b.tensor.buffer, dview.tensor.buffer))
+    if int_exact:
+        eng = "gpsimd"
     res = None
     if ctx.numerics:
-        with np.errstate(all="ignore"):
-            res = ALU[name](read(a), read(b)).astype(np.float32, copy=False)
+        if bits and ints:
+            ra = read(a, raw=True)
+            res = bitvec(name, np.broadcast_to(ra, shape), np.broadcast_to(read(b, raw=True), shape))
+        elif int_exact:
+            with np.errstate(all="ignore"):
+                r = INT_EXACT[name](read(a, raw=True).astype(np.int64), read(b, raw=True).astype(np.int64))
+            res = r.astype(np.int64).astype(dview.tensor.data.dtype) if r.dtype != bool else r.astype(np.float32)
+        else:
+            with np.errstate(all="ignore"):
+                res = ALU[name](read(a), read(b)).astype(np.float32, copy=False)
         store_result(ctx, dview, res, mask_array(mask, tuple(dview.shape)))
     n = free_size(shape)
     attrs = {"op": name}
@@ -88,10 +115,29 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     check_free_limit(v, api, "data")
     P = v.shape[0]
     reads = [v]
-    n0 = op_name(op0)
-    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
-    n1 = op_name(op1) if op1 is not None else None
-    o1, vec1 = scalar_or_vector(operand1, P, api, "operand1", reads) if op1 is not None else (None, False)
+    n0 = alu_name(op0)
+    n1 = alu_name(op1) if op1 is not None else None
+    nki06 = ctx.dialect != "beta1" and api == "tensor_scalar"
+    for n_, raw_, arg in ((n0, operand0, "operand0"), (n1, operand1, "operand1")):
+        if n_ in UNARY_ALU:
+            # "Must be None or 0 when op0 is a unary operator (e.g., nl.abs)"
+            if raw_ is not None and not (isinstance(raw_, (int, float, np.integer, np.floating)) and raw_ == 0):
+                raise KernelError("err_invalid_arguments",
+                                  f"{arg} of '{api}' must be None or 0 with the unary operator {n_}, got {raw_!r}",
+                                  f"pass {arg}=None (the operator takes no operand)")
+    if nki06 and op1 is None and operand1 is not None:
+        raise KernelError("err_invalid_arguments",
+                          f"operand1={operand1!r} of nisa.tensor_scalar is given without op1: op1 and operand1 must "
+                          "both be None when unused", "drop operand1, or pass the op1 it goes with")
+    o0, vec0 = scalar_or_vector(None if n0 in UNARY_ALU else operand0, P, api, "operand0", reads)
+    o1, vec1 = scalar_or_vector(None if n1 in UNARY_ALU else operand1, P, api, "operand1", reads) \
+        if op1 is not None else (None, False)
+    bits = n0 in BITVEC
+    if n1 is not None and (n1 in BITVEC) != bits and nki06:
+        raise KernelError("err_unsupported_op",
+                          f"'{api}' mixes a bitvec and an arithmetic operator (op0={n0}, op1={n1}): both operators "
+                          "of one instruction must be of the same type",
+                          "split it into two tensor_scalar instructions")
     dflt = v.tensor.dtype_name
     for o, vec, raw in ((o0, vec0, operand0), (o1, vec1, operand1)):
         if vec:
@@ -103,16 +149,63 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     odt = dtype_or(dtype, dflt)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, odt, "sbuf", api, dst)
+    int_bits = bits and dt.is_int(v.tensor.dtype_name) and all(not vec or dt.is_int(o.tensor.dtype_name)
+                                                                for o, vec in ((o0, vec0), (o1, vec1)))
+    if nki06 and eng == "scalar" and ctx.target == "trn2" and not bits and \
+            (n0, n1) not in (("multiply", "add"), ("multiply", None), ("add", None)):
+        # "The Scalar Engine on trn2 only supports some operator combinations" (nki.isa.tensor_scalar)
+        raise KernelError("err_unsupported_op",
+                          f"nisa.tensor_scalar(op0={n0}, op1={n1}) cannot run on the Scalar Engine of trn2: it supports "
+                          "op0=multiply with op1=add or None, and op0=add with op1=None",
+                          "run it on the Vector Engine (engine=nisa.engine.vector or leave engine unset)")
+    if nki06 and not bits:
+        for o, vec, arg in ((o0, vec0, "operand0"), (o1, vec1, "operand1")):
+            if vec and o.tensor.dtype_name != "float32":
+                # arithmetic operators: "the operand0 and operand1 (if used) must be float32" (nki.isa.tensor_scalar)
+                raise KernelError("err_unsupported_dtype",
+                                  f"{arg} of nisa.tensor_scalar is a {o.tensor.dtype_name} [P, 1] tile; with the "
+                                  f"arithmetic operator {n0 if arg == 'operand0' else n1} it must be float32",
+                                  f"keep {arg} in an nl.float32 tile (nisa.tensor_copy casts it)")
+    if bits and nki06:
+        # "If bitvec operators are used, the tensor_scalar instruction must run on Vector Engine. Also, the
+        # input/output data types must be integer types" (nki.isa.tensor_scalar)
+        if eng != "vector":
+            raise KernelError("err_unsupported_engine", f"nisa.tensor_scalar with the bitvec operator {n0} runs on "
+                              f"the Vector Engine only, got engine={eng}", "drop engine= or pass nisa.engine.vector")
+        if not int_bits or not dt.is_int(dview.tensor.dtype_name):
+            bad = [f"{k} {d}" for k, d in (("data", v.tensor.dtype_name), ("dst", dview.tensor.dtype_name))
+                   + tuple((k, o.tensor.dtype_name) for k, o, vec in (("operand0", o0, vec0), ("operand1", o1, vec1))
+                           if vec) if not dt.is_int(d)]
+            raise KernelError("err_unsupported_dtype",
+                              f"nisa.tensor_scalar with the bitvec operator {n0} needs integer input and output "
+                              f"tiles (they are used as bit patterns), got {', '.join(bad)}",
+                              "use an integer tile (nl.int32, nl.uint32, ...); view float bits with .bitcast(nl.int32)")
     res = None
     if ctx.numerics:
-        x = read(v)
-        with np.errstate(all="ignore"):
+        if int_bits:
+            # bit patterns of the input's width, no float conversion
+            x = read(v, raw=True)
             for name, o, vec, rev in ((n0, o0, vec0, reverse0), (n1, o1, vec1, reverse1)):
                 if name is None:
                     continue
-                ov = bcast_free(read(o), x.ndim) if vec else np.float32(o)
-                x = ALU[name](ov, x) if rev else ALU[name](x, ov)
-            res = np.asarray(x, dtype=np.float32)
+                ov = bcast_free(read(o, raw=True), x.ndim) if vec else int(o)
+                if rev:
+                    x = bitvec(name, np.broadcast_to(np.asarray(ov, dtype=x.dtype), x.shape), x)
+                else:
+                    x = bitvec(name, x, ov)
+            res = x
+        else:
+            x = read(v)
+            with np.errstate(all="ignore"):
+                for name, o, vec, rev in ((n0, o0, vec0, reverse0), (n1, o1, vec1, reverse1)):
+                    if name is None:
+                        continue
+                    if name in UNARY_ALU:
+                        x = UNARY_ALU[name](x)
+                        continue
+                    ov = bcast_free(read(o), x.ndim) if vec else np.float32(o)
+                    x = ALU[name](ov, x) if rev else ALU[name](x, ov)
+                res = np.asarray(x, dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))
     n = free_size(shape)
     attrs = {"op0": n0, "op1": n1, "operand0_is_vector": vec0, "operand1_is_vector": vec1}
@@ -234,7 +327,8 @@ def _eng(engine, default: str = "vector") -> str:
 
 def _tensor_tensor_06(dst, data1, data2, op, engine, name):
     """``dst = data1 op data2`` element-wise (fp32 arithmetic, cast to dst's dtype)."""
-    return _tt(data1, data2, op, None, None, dst, "gpsimd" if engine == "gpsimd" else "vector")
+    return _tt(data1, data2, op, None, None, dst, "gpsimd" if engine == "gpsimd" else "vector",
+               eng_auto=engine not in ("vector", "gpsimd", "scalar"))
 
 
 def _tensor_scalar_06(dst, data, op0, operand0, reverse0, op1, operand1, reverse1, engine, name):

@@ -142,6 +142,9 @@ def _memset_06(dst, value, engine, name):
         raise KernelError("err_memset_value_type",
                           f"memset value {value!r} is a float but dst {fmt_shape(d.shape)} is {d.tensor.dtype_name}",
                           f"pass an integer literal, e.g. value={example}")
+    if engine not in (None, "unknown", "vector", "gpsimd"):
+        raise KernelError("err_unsupported_engine", f"memset(engine={engine}): memset runs on the Vector or the "
+                          "GpSimd engine", "pass engine=nisa.engine.vector or nisa.engine.gpsimd, or drop engine=")
     _memset_into(dst, value, None, "gpsimd" if engine == "gpsimd" else "vector")
     return dst
 

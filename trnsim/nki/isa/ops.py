@@ -83,12 +83,85 @@ ALU: dict[str, Any] = {
     "right_shift": _intop(np.right_shift), "mod": np.mod, "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
 }
 
+# bitvec operators (nki.api.shared "Supported Math Operators"): integer bit patterns, no float conversion
+BITVEC = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
+
+# arithmetic unary operators an ALU instruction (tensor_scalar) accepts as op0/op1, with operand None or 0
+UNARY_ALU: dict[str, Any] = {
+    "abs": lambda x: np.abs(x), "square": lambda x: np.square(x), "relu": lambda x: np.maximum(x, np.float32(0)),
+    "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "reciprocal": lambda x: np.float32(1) / x,
+}
+
+# arithmetic operators the GpSimd Engine runs in native 32-bit integer arithmetic (tensor_tensor on int32/uint32)
+INT_EXACT: dict[str, Any] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "less": np.less, "less_equal": np.less_equal,
+}
+
+
+def _unsigned(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+def bitvec(name: str, a: np.ndarray, b) -> np.ndarray:
+    """``a <name> b`` on the bit patterns of integer array ``a`` (its width; ``b`` an int or integer array).
+
+    ``right_shift`` is the logical shift (zeros shifted in: the shared operator table has no arithmetic shift
+    right); ``left_shift`` drops the bits shifted out of the width."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"bitvec {name} needs an integer array, got {a.dtype}")
+    u = _unsigned(a.dtype)
+    ua = a.view(u) if a.dtype.kind == "i" else a
+    ub = np.asarray(b).astype(np.int64).astype(u)
+    with np.errstate(all="ignore"):
+        if name == "right_shift":
+            r = np.where(ub >= 8 * u.itemsize, u.type(0), np.right_shift(ua, ub % (8 * u.itemsize)))
+        elif name == "left_shift":
+            r = np.where(ub >= 8 * u.itemsize, u.type(0), np.left_shift(ua, ub % (8 * u.itemsize)))
+        else:
+            r = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}[name](ua, ub)
+    r = np.asarray(r, dtype=u)
+    return r.view(a.dtype) if a.dtype.kind == "i" else r
+
+
+def alu_name(op: Any) -> str:
+    """Canonical name of an ``op0`` / ``op1`` argument: a binary ALU op or an arithmetic unary one (UNARY_ALU)."""
+    name = op if isinstance(op, str) else (getattr(op, "_nki_op", None) or _NP_NAMES.get(op))
+    if name in UNARY_ALU:
+        return name
+    return op_name(op)
+
+
 # reduction ops over free axes
 REDUCE: dict[str, Any] = {
     "add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod,
     "logical_and": lambda x, axis, keepdims: np.all(x != 0, axis=axis, keepdims=keepdims).astype(np.float32),
     "logical_or": lambda x, axis, keepdims: np.any(x != 0, axis=axis, keepdims=keepdims).astype(np.float32),
+    "logical_xor": lambda x, axis, keepdims: (np.count_nonzero(x, axis=axis, keepdims=keepdims) % 2).astype(np.float32),
+    # a left fold x0 - x1 - x2 - ... over the reduced elements (in order)
+    "subtract": lambda x, axis, keepdims: _fold_last(x, axis, keepdims, lambda f: f[..., 0] - f[..., 1:].sum(axis=-1)),
+    # bitvec reductions: on integer bit patterns (reduce.py passes the raw integer storage)
+    "bitwise_and": lambda x, axis, keepdims: _fold_last(_ints(x), axis, keepdims, lambda f: np.bitwise_and.reduce(f, axis=-1)),
+    "bitwise_or": lambda x, axis, keepdims: _fold_last(_ints(x), axis, keepdims, lambda f: np.bitwise_or.reduce(f, axis=-1)),
+    "bitwise_xor": lambda x, axis, keepdims: _fold_last(_ints(x), axis, keepdims, lambda f: np.bitwise_xor.reduce(f, axis=-1)),
 }
+
+
+def _ints(x: np.ndarray) -> np.ndarray:
+    return x if x.dtype.kind in "iu" else x.astype(np.int64)
+
+
+def _fold_last(x: np.ndarray, axis, keepdims: bool, fold) -> np.ndarray:
+    """Apply ``fold`` (over a last axis) to the elements of ``axis`` (trailing axes of ``x``) flattened in order."""
+    axes = sorted(a % x.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    lead = [k for k in range(x.ndim) if k not in axes]
+    flat = np.transpose(x, lead + axes).reshape([x.shape[k] for k in lead] + [-1])
+    r = fold(flat)
+    if keepdims:
+        r = r.reshape([1 if k in axes else x.shape[k] for k in range(x.ndim)])
+    return r
 
 _NP_NAMES = {
     np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",

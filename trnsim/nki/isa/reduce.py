@@ -11,7 +11,8 @@ from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finis
                                    result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa.enums import reduce_cmd as _rc
-from trnsim.nki.isa.ops import ALU, REDUCE, op_name
+from trnsim.nki import dtypes as dt
+from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -54,8 +55,19 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
     shape = tuple(shape)
     odt = dtype_or(dtype, v.tensor.dtype_name)
     dview, out_t = out_tile(shape, odt, "sbuf", api, dst)
+    int_bits = name in BITVEC and dt.is_int(v.tensor.dtype_name)
+    if name in BITVEC and ctx.dialect != "beta1" and not (int_bits and dt.is_int(dview.tensor.dtype_name)):
+        # bitvec operators "expect integer data types and treat input elements as bit patterns" (nki.api.shared)
+        raise KernelError("err_unsupported_dtype",
+                          f"'{api}' with the bitvec operator {name} needs integer tiles, got data "
+                          f"{v.tensor.dtype_name}, dst {dview.tensor.dtype_name}",
+                          "use integer tiles (nl.int32, ...); view float bits with .bitcast(nl.int32)")
     res = None
-    if ctx.numerics:
+    if ctx.numerics and int_bits:
+        r = REDUCE[name](read(v, raw=True), axis=tuple(axes), keepdims=keepdims)
+        res = np.asarray(r).reshape(shape)
+        store_result(ctx, dview, res, mask_array(mask, shape))
+    elif ctx.numerics:
         x = read(v)
         with np.errstate(all="ignore"):
             if name in REDUCE:
@@ -132,8 +144,8 @@ def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, r
 def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     """Per-partition statistics of ``data`` ([P, F], F <= bn_stats_fmax) for bn_aggr.
 
-    Output [P, 6] float32. The hardware's 6-value layout is not documented; trnsim stores
-    (count, mean, M2 = count * variance, 0, 0, 0) per partition, which bn_aggr combines exactly.
+    Output [P, 6] float32: (count, mean, variance * count) of the even-indexed elements of each partition, then
+    the same of the odd-indexed ones (the nki.isa.bn_stats reference layout); bn_aggr combines them exactly.
     """
     ctx = current()
     v = tile_arg(data, "bn_stats", "data")
@@ -149,11 +161,16 @@ def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     dview, out_t = out_tile((P, 6), dtype_or(dtype, "float32"), "sbuf", "bn_stats", dst)
     res = None
     if ctx.numerics:
-        x = read(v).reshape(P, -1)
+        # (count, mean, variance * count) of the even-indexed elements, then of the odd-indexed ones
+        # (nki.isa.bn_stats); an empty half (one element per partition) is (0, 0, 0)
+        x = read(v).reshape(P, -1).astype(np.float64)
         res = np.zeros((P, 6), dtype=np.float32)
-        res[:, 0] = F
-        res[:, 1] = x.mean(axis=1)
-        res[:, 2] = x.var(axis=1) * F
+        for k, half in enumerate((x[:, 0::2], x[:, 1::2])):
+            n = half.shape[1]
+            if n:
+                res[:, 3 * k] = n
+                res[:, 3 * k + 1] = half.mean(axis=1)
+                res[:, 3 * k + 2] = half.var(axis=1) * n
         store_result(ctx, dview, res, None)
     ctx.emit("bn_stats", "vector", (v,), (dview,), {}, 3 * F * P, 0, F, P)
     finish(ctx, out_t, res)
@@ -161,22 +178,25 @@ def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
 
 
 def _bn_aggr_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
-    """Combine bn_stats outputs [P, 6*k] into [P, 2] = (mean, variance) per partition."""
+    """Combine bn_stats outputs [P, 3*k] ((count, mean, variance * count) triples) into [P, 2] = (mean, variance)."""
     ctx = current()
     v = tile_arg(data, "bn_aggr", "data")
     P = v.shape[0]
     F = free_size(v.shape)
-    if F % 6:
-        raise KernelError("err_shape_mismatch", f"bn_aggr input {fmt_shape(v.shape)} is not a multiple of 6 values "
-                          "per partition", "pass the concatenated outputs of bn_stats")
+    if F % 3:
+        # "an array of (count, mean, variance*count) tuples per partition ... a modulo of three" (nki.isa.bn_aggr)
+        raise KernelError("err_shape_mismatch", f"bn_aggr input {fmt_shape(v.shape)} has {F} values per partition, "
+                          "not a whole number of (count, mean, variance * count) triples",
+                          "pass the concatenated outputs of bn_stats (6 values each)")
     dview, out_t = out_tile((P, 2), dtype_or(dtype, "float32"), "sbuf", "bn_aggr", dst)
     res = None
     if ctx.numerics:
-        s = read(v).reshape(P, F // 6, 6).astype(np.float64)
+        s = read(v).reshape(P, F // 3, 3).astype(np.float64)
         cnt, mean, m2 = s[..., 0], s[..., 1], s[..., 2]
-        n = cnt.sum(axis=1)
-        mu = (cnt * mean).sum(axis=1) / n
-        var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / n
+        with np.errstate(all="ignore"):
+            n = cnt.sum(axis=1)
+            mu = (cnt * mean).sum(axis=1) / n
+            var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / n
         res = np.stack([mu, var], axis=1).astype(np.float32)
         store_result(ctx, dview, res, None)
     ctx.emit("bn_aggr", "vector", (v,), (dview,), {}, 4 * F * P, 0, F, P)

@@ -9,7 +9,7 @@ from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import free_size, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
-from trnsim.nki.isa.ops import ALU, op_name
+from trnsim.nki.isa.ops import BITVEC, ALU, op_name
 from trnsim.nki.dtypes import dtype_name as _dtname
 from trnsim.nki.rules import KernelError, fmt_shape
 
@@ -37,6 +37,10 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
         raise KernelError("err_shape_mismatch", f"dst{fmt_shape(d.shape)} and src{fmt_shape(s.shape)} of '{api}' must "
                           "have the same partitions and elements per partition", "allocate dst like src")
     n0, n1 = op_name(op0), op_name(op1)
+    if n0 in BITVEC:
+        # "op0: ... must be an arithmetic op" (nki.isa.tensor_scalar_cumulative)
+        raise KernelError("err_unsupported_op", f"op0={n0} of '{api}' is a bitvec operator; op0 must be arithmetic",
+                          "use an arithmetic op0 (nl.add, nl.multiply, nl.maximum, ...)")
     if n1 not in _CUM_OPS:
         raise KernelError("err_unsupported_op", f"op1={n1} of '{api}': the cumulative op must be one of "
                           f"{', '.join(_CUM_OPS)}", "use nl.add (prefix sum), nl.multiply, nl.maximum or nl.minimum")
@@ -45,6 +49,11 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
     reads = [s]
     i0, v0 = scalar_or_vector(imm0, P, api, "imm0", reads)
     i1, v1 = scalar_or_vector(imm1, P, api, "imm1", reads) if imm1 is not None else (None, False)
+    for iv, isvec, arg in ((i0, v0, "imm0"), (i1, v1, "imm1")):
+        if isvec and iv.tensor.dtype_name != "float32":
+            # imm0 / imm1 "Must be FP32 datatype" (nki.isa.tensor_scalar_cumulative)
+            raise KernelError("err_unsupported_dtype", f"{arg} of '{api}' is a {iv.tensor.dtype_name} tile; it must "
+                              "be float32", f"keep {arg} in an nl.float32 [P, 1] tile (or pass a Python number)")
     if cmd == _rc.load_reduce and imm1 is None:
         raise KernelError("err_invalid_arguments", f"'{api}' with reduce_cmd.load_reduce needs imm1 (the initial "
                           "accumulator value)", "pass imm1=<number or [P, 1] tile>")
