@@ -315,3 +315,11 @@ def test_tensor_scalar_cumulative_rules():
         nisa.tensor_scalar_cumulative(dst=o, src=sb(x), op0=nl.multiply, op1=nl.add, imm0=sb(v))
         return hbm(o)
     broken(int_imm0, a, np.ones((4, 1), np.int32), rule="err_unsupported_dtype")
+
+
+def test_memset_of_packed_x4_words_names_the_only_legal_value():
+    def k(a):
+        o = new((4, 4), nl.float8_e4m3fn_x4)
+        nisa.memset(dst=o, value=1.0)
+        return hbm(sb(a))
+    assert "only be memset to 0" in broken(k, np.ones((4, 4), np.float32), rule="err_memset_value_type")

@@ -137,6 +137,11 @@ def _memset_06(dst, value, engine, name):
         raise KernelError("err_expected_tile", f"operand 'dst' of 'memset' must be a tile, got {type(dst).__name__}",
                           "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
     d = as_view(dst)
+    if dt.is_packed(d.tensor.dtype_name) and value != 0:
+        raise KernelError("err_memset_value_type",
+                          f"memset value {value!r} into {d.tensor.dtype_name} {fmt_shape(d.shape)}: a tile of packed "
+                          "x4 words can only be memset to 0",
+                          "memset it to 0, or quantize values into it with nisa.quantize_mx")
     if not dt.is_float(d.tensor.dtype_name) and isinstance(value, float) and not isinstance(value, bool):
         example = int(value) if math.isfinite(value) else 0
         raise KernelError("err_memset_value_type",
