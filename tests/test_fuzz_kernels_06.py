@@ -33,6 +33,7 @@ import trnsim.nki.language as nl
 from trnsim.nki import KernelError
 from trnsim.nki import dtypes as dt
 from trnsim.nki.language import control
+from nki06_helpers import hbm as _out, sb as _sb
 
 CASES: collections.Counter = collections.Counter()   # kind -> cases run in this session
 OUTCOMES: collections.Counter = collections.Counter()   # (kind, "legal" | "error" | "unmodelled") -> cases
@@ -70,20 +71,6 @@ def _ref(values64: np.ndarray, name: str) -> np.ndarray:
     """A float64 result as the engine stores it in dtype ``name`` (fp32 arithmetic, cast on output)."""
     with np.errstate(all="ignore"):
         return dt.cast(np.asarray(values64, dtype=np.float64).astype(np.float32), name).astype(np.float64)
-
-
-def _sb(a, dtype=None):
-    """An SBUF copy of HBM tensor ``a`` (dma_copy casts if ``dtype`` differs)."""
-    t = nl.ndarray(a.shape, dtype=dtype or a.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=a)
-    return t
-
-
-def _out(t):
-    """An HBM output holding SBUF tile ``t``."""
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
 
 
 def _check(kind, kernel, arrays, *, rules=None, ref=None, rtol=0.0, atol=0.0, mention=(), nan_ok=False):

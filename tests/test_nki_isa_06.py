@@ -8,36 +8,9 @@ import trnsim.nki as nki
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
 from trnsim.nki import KernelError
+from nki06_helpers import broken, hbm, new, sb, sim  # noqa: F401
 
 rng = np.random.default_rng(11)
-
-
-def sim(fn, *arrays, target="trn2"):
-    return nki.simulate(nki.jit(fn, target=target))(*arrays)
-
-
-def sb(x, dtype=None):
-    t = nl.ndarray(x.shape, dtype=dtype or x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def hbm(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
-
-
-def new(shape, dtype, buffer=None):
-    return nl.ndarray(shape, dtype=dtype, buffer=buffer or nl.sbuf)
-
-
-def broken(fn, *arrays, rule, target="trn2"):
-    with pytest.raises(KernelError) as exc:
-        sim(fn, *arrays, target=target)
-    assert exc.value.rule == rule, str(exc.value)
-    assert exc.value.fix, "every rule violation names a fix"
-    return str(exc.value)
 
 
 F32 = rng.standard_normal((128, 64)).astype(np.float32)

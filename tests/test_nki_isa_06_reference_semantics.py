@@ -5,41 +5,12 @@ implicit flattening of nc_transpose, and rules that used to pass silently. Kerne
 import numpy as np
 import pytest
 
-import trnsim.nki as nki
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
-from trnsim.nki import KernelError
+from nki06_helpers import broken, hbm, new, sb, sim
 
 rng = np.random.default_rng(606)
 BIG = np.array([[16777217, 2 ** 30 + 1, 123456789, -123456789, -8, -1, 2 ** 31 - 1, -2 ** 31]], np.int32)
-
-
-def sim(fn, *arrays, target="trn2"):
-    return nki.simulate(nki.jit(fn, target=target))(*arrays)
-
-
-def sb(x, dtype=None):
-    t = nl.ndarray(x.shape, dtype=dtype or x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def hbm(t):
-    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=t)
-    return o
-
-
-def new(shape, dtype, buffer=None):
-    return nl.ndarray(shape, dtype=dtype, buffer=buffer or nl.sbuf)
-
-
-def broken(fn, *arrays, rule, target="trn2"):
-    with pytest.raises(KernelError) as exc:
-        sim(fn, *arrays, target=target)
-    assert exc.value.rule == rule, str(exc.value)
-    assert exc.value.fix, "every rule violation names a fix"
-    return str(exc.value)
 
 
 # ------------------------------------------------------------------ bitvec operators: bit patterns, no float
