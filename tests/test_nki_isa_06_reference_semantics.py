@@ -7,6 +7,7 @@ import pytest
 
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
+from trnsim.nki import KernelError
 from nki06_helpers import broken, hbm, new, sb, sim
 
 rng = np.random.default_rng(606)
@@ -294,3 +295,153 @@ def test_memset_of_packed_x4_words_names_the_only_legal_value():
         nisa.memset(dst=o, value=1.0)
         return hbm(sb(a))
     assert "only be memset to 0" in broken(k, np.ones((4, 4), np.float32), rule="err_memset_value_type")
+
+
+# ------------------------------------------------------------------ tensor_scalar_reduce
+
+def test_tensor_scalar_reduce_unary_op0_and_its_rules():
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+
+    def k(a, op0=nl.abs, operand0=None, reduce_op=nl.add, **kw):
+        d = new(a.shape, nl.float32)
+        r = new((a.shape[0], 1), nl.float32)
+        nisa.tensor_scalar_reduce(dst=d, data=sb(a), op0=op0, operand0=operand0, reduce_op=reduce_op, reduce_res=r,
+                                  **kw)
+        return hbm(r)
+    np.testing.assert_allclose(sim(k, x).ravel(), np.abs(x).sum(axis=1), rtol=1e-6)
+    # "The reduce_op can be any of nl.add, nl.multiply, nl.max or nl.min": a KernelError, not a TypeError
+    broken(lambda a: k(a, nl.add, 1.0, nl.subtract), x, rule="err_unsupported_op")
+    broken(lambda a: k(a, nl.bitwise_and, 1), x.astype(np.int32), rule="err_unsupported_op")
+    broken(lambda a: k(a, nl.subtract, 1.0, reverse0=True), x, rule="err_invalid_arguments")
+
+
+# ------------------------------------------------------------------ nc_matmul transpose mode
+
+def _pe_transpose(dtype_psum):
+    def k(x, eye):
+        d = new((x.shape[1], x.shape[0]), dtype_psum, nl.psum)
+        nisa.nc_matmul(dst=d, stationary=sb(x), moving=sb(eye), is_transpose=True)
+        o = new(d.shape, dtype_psum)
+        nisa.tensor_copy(dst=o, src=d)
+        return hbm(o)
+    return k
+
+
+def test_transpose_mode_is_bit_accurate_from_neuroncore_v3():
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    x[3, 2], x[7, 5] = np.nan, np.inf
+    eye = np.eye(16, dtype=np.float32)
+    np.testing.assert_array_equal(sim(_pe_transpose(nl.float32), x, eye, target="trn2"), x.T)
+    # NeuronCore-v2 has no transpose mode: the identity matmul spreads NaN/Inf along the output row (reference note)
+    got = sim(_pe_transpose(nl.float32), x, eye, target="trn1")
+    assert np.isnan(got[2]).all() and np.isfinite(got[0]).all()
+
+
+def test_transpose_mode_writes_16_bit_psum_on_trn2():
+    import ml_dtypes
+    x = rng.standard_normal((8, 4)).astype(ml_dtypes.bfloat16)
+    eye = np.eye(8).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(sim(_pe_transpose(nl.bfloat16), x, eye, target="trn2"), x.T)
+
+    def plain(a, e):
+        d = new((4, 8), nl.bfloat16, nl.psum)
+        nisa.nc_matmul(dst=d, stationary=sb(a), moving=sb(e))
+        return hbm(sb(a))
+    broken(plain, x, eye, rule="err_unsupported_dtype")      # a plain matmul still writes fp32 PSUM on trn2
+
+
+# ------------------------------------------------------------------ dma_compute
+
+def test_dma_compute_runtime_index_out_of_range():
+    table = np.arange(32 * 6, dtype=np.float32).reshape(32, 6)
+    idx = np.array([[1], [40], [3], [5]], np.uint32)
+    base = np.full((4, 6), 100.0, np.float32)
+
+    def k(t, i, b, mode):
+        d = sb(b)
+        src = t.ap(pattern=[[6, 4], [1, 6]], vector_offset=sb(i), indirect_dim=0)
+        nisa.dma_compute(dst=d, srcs=[src, d], reduce_op=nl.add, oob_mode=mode)
+        return hbm(d)
+    assert "40" in broken(lambda t, i, b: k(t, i, b, nisa.oob_mode.error), table, idx, base,
+                          rule="err_tensor_access_out_of_bound")
+    got = sim(lambda t, i, b: k(t, i, b, nisa.oob_mode.skip), table, idx, base)
+    want = base + table[[1, 0, 3, 5]]
+    want[1] = base[1]                                        # the skipped row keeps dst's values
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_numpy_array_inside_a_kernel_is_not_a_dma_source():
+    const = np.ones((4, 6), np.float32)
+
+    def k(a):
+        d = new((4, 6), nl.float32)
+        nisa.dma_compute(dst=d, srcs=[sb(a), const], reduce_op=nl.add)
+        return hbm(d)
+    assert "ndarray" in broken(k, const, rule="err_expected_tile")
+
+
+# ------------------------------------------------------------------ more rules from the reference
+
+def test_scan_and_scalar_tensor_tensor_rules():
+    a = np.ones((4, 8), np.int32)
+
+    def stt_bitvec(x):
+        o = new(x.shape, nl.int32)
+        nisa.scalar_tensor_tensor(dst=o, data=sb(x), op0=nl.bitwise_and, operand0=3, op1=nl.add, operand1=sb(x))
+        return hbm(o)
+    broken(stt_bitvec, a, rule="err_unsupported_op")
+
+    def scan_psum(x):
+        p0, p1 = new(x.shape, nl.float32, nl.psum), new(x.shape, nl.float32, nl.psum)
+        nisa.tensor_copy(dst=p0, src=sb(x))
+        nisa.tensor_copy(dst=p1, src=sb(x))
+        o = new(x.shape, nl.float32)
+        nisa.tensor_tensor_scan(dst=o, data0=p0, data1=p1, initial=0.0, op0=nl.multiply, op1=nl.add)
+        return hbm(o)
+    broken(scan_psum, a.astype(np.float32), rule="err_unsupported_memory")
+
+
+def test_version_and_fp32_operand_rules():
+    def nonzero(x):
+        o = new((x.shape[0], x.shape[1] + 1), nl.int32)
+        nisa.nonzero_with_count(dst=o, src=sb(x))
+        return hbm(o)
+    assert "NeuronCore-v3" in broken(nonzero, np.ones((16, 4), np.float32), target="trn1",
+                                     rule="err_unsupported_instruction")
+
+    def rand_bf16_min(x):
+        o = new(x.shape, nl.float32)
+        nisa.rand2(dst=o, min=sb(x[:, 0:1], nl.bfloat16), max=1.0)
+        return hbm(o)
+    broken(rand_bf16_min, np.zeros((4, 8), np.float32), target="trn3", rule="err_unsupported_dtype")
+
+    def exp_bf16_max(x):
+        o = new(x.shape, nl.float32)
+        nisa.exponential(dst=o, src=sb(x), max_value=sb(x[:, 0:1], nl.bfloat16))
+        return hbm(o)
+    broken(exp_bf16_max, np.zeros((4, 8), np.float32), target="trn3", rule="err_unsupported_dtype")
+
+
+def test_integer_all_reduce_is_exact_and_channels_are_limited():
+    import trnsim.nki as nki
+    import trnsim.nki.collectives as ncc
+
+    def kern(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=src, src=x)
+        ncc.all_reduce(srcs=[src], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.maximum)
+        return out
+    xs = [np.full((2, 3), 2 ** 30 + 7, np.int32), np.full((2, 3), 2 ** 30 + 8, np.int32)]
+    for o in nki.simulate_ranks(nki.jit(kern), 2, [(x,) for x in xs]):
+        np.testing.assert_array_equal(o, xs[1])            # float32 would give 2**30
+
+    def ring(x):
+        rg = ncc.ReplicaGroup([[0, 1], [2, 3]])
+        outs = [nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm) for _ in range(3)]
+        ncc.collective_permute_implicit(srcs_by_channel=[[x]] * 3, dsts_by_channel=[[o] for o in outs],
+                                        replica_group=rg, channel_ids=[0, 1, 2])
+        return outs[0]
+    with pytest.raises(KernelError) as exc:
+        nki.simulate_ranks(nki.jit(ring), 4, [(np.ones((2, 3), np.float32),)] * 4)
+    assert exc.value.rule == "err_invalid_channel_ids" and "at most 2" in str(exc.value)

@@ -174,6 +174,10 @@ def _read_all(views):
 
 
 def _as32(a: np.ndarray, dname: str) -> np.ndarray:
+    """The values a collective reduces: integers exactly (int64, written back with the destination's integer
+    wrap-around), floats in float32."""
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
     return a.astype(np.float32) if a.dtype != np.float32 else a
 
 
@@ -614,10 +618,17 @@ def _ring(api, srcs_list, dsts_by_channel, replica_group, channel_ids, op=None):
     world, rank = _world()
     members = rg.group_of(rank)
     n = len(members)
+    # "The maximum number of channels is 4 for replica groups containing all devices inside a node and 2 for
+    # other supported replica groups" (nki.collectives); trnsim's ranks are the devices of one node
+    max_ch = 4 if n == world else 2
+    if len(ids) > max_ch:
+        raise KernelError("err_invalid_channel_ids", f"{api}: {len(ids)} channels for a replica group of {n} of "
+                          f"{world} ranks; at most {max_ch} ({'all ranks' if n == world else 'a sub-group'})",
+                          f"use at most {max_ch} channels")
     opn = _reduce_op(op, api) if op is not None else None
     payload = None
     if current().numerics:
-        vals = [[_as32(read(s), "") for s in ss] for ss in src_sets]
+        vals = [[_as32(read(s, raw=True), "") for s in ss] for ss in src_sets]
         if opn is None:
             payload = [np.array(read(s, raw=True), copy=True) for s in src_sets[0]]
         else:

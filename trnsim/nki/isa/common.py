@@ -168,6 +168,13 @@ def scalar_or_vector(x, P: int, api: str, arg: str, reads: list):
                       "pass a Python number or a [P, 1] tile")
 
 
+def require_fp32_vector(v, is_vec: bool, api: str, arg: str) -> None:
+    """A [P, 1] tile operand documented as "Supported dtypes: float32" / "(FP32)" must be float32."""
+    if is_vec and v.tensor.dtype_name != "float32":
+        raise KernelError("err_unsupported_dtype", f"{arg} of '{api}' is a {v.tensor.dtype_name} tile; it must be "
+                          "float32", f"keep {arg} in an nl.float32 [P, 1] tile (or pass a number)")
+
+
 def _vec_values(x, is_vec, numerics):
     if not numerics or x is None:
         return None

@@ -16,7 +16,7 @@ from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.enums import dge_mode as _dge, oob_mode as _oob
 from trnsim.nki.isa.ops import op_name
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import Broadcast
+from trnsim.nki.tensors import Broadcast, View
 
 _PERMS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 _MAX_SRCS = 16
@@ -24,6 +24,10 @@ _MAX_SRCS = 16
 
 def _dma_view(x, api: str, arg: str, buffers=("hbm", "sbuf")):
     v = as_view(x)
+    if not isinstance(v, (View, Broadcast)):
+        raise KernelError("err_expected_tile", f"'{arg}' of '{api}' must be a tensor, got {type(x).__name__}",
+                          "pass a kernel input or a tile (nl.ndarray); a numpy array becomes a tensor when it is "
+                          "passed to the kernel as an argument")
     if isinstance(v, Broadcast):
         raise KernelError("err_unsupported_memory", f"'{arg}' of '{api}' cannot be a broadcast view",
                           "materialise it into a tile first")
@@ -173,11 +177,24 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
             raise KernelError("err_shape_mismatch", f"srcs[{i}]{fmt_shape(s.shape)} of '{api}' has "
                               f"{math.prod(s.shape)} elements; dst{fmt_shape(d.shape)} has {n}",
                               "pass sources with dst's element count")
+    # runtime-indexed (.ap(vector_offset=...)) sources or destination: out-of-range rows raise (oob_mode=error,
+    # the default) or are skipped, leaving dst's row as it was (oob_mode=skip), as for dma_copy
+    keep = None
+    for s in ss:
+        if getattr(s, "runtime_index", None) is not None or getattr(d, "runtime_index", None) is not None:
+            k = _oob_rows_mask(d, s, oob_mode, api)
+            if k is not None:
+                keep = k if keep is None else (keep & k)
+    if oob_mode not in (_oob.error, _oob.skip):
+        _oob_rows_mask(d, d, oob_mode, api)       # names the valid modes
     if ctx.numerics:
         acc = np.zeros(n, dtype=np.float32)
         for s in ss:
-            acc += read(s).reshape(n)
-        write(d, acc.reshape(d.shape))
+            acc += (read(s, keep) if keep is not None and tuple(s.shape) == tuple(d.shape) else read(s)).reshape(n)
+        if keep is not None:
+            _write_selected(d, acc.reshape(d.shape), keep)
+        else:
+            write(d, acc.reshape(d.shape))
     nbytes = sum(math.prod(s.shape) * s.tensor.itemsize for s in ss)
     attrs = _dma_attrs(api, d, ss, nbytes)
     attrs["n_srcs"] = len(ss)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki import dtypes as dt
-from trnsim.nki.context import current, read
+from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa.ops import ALU, BITVEC, INT_EXACT, UNARY_ALU, alu_name, bitvec, op_name
@@ -338,12 +338,32 @@ def _tensor_scalar_06(dst, data, op0, operand0, reverse0, op1, operand1, reverse
 
 def _scalar_tensor_tensor_06(dst, data, op0, operand0, op1, operand1, reverse0, reverse1, name):
     """``dst = (data op0 operand0) op1 operand1``: operand0 a scalar or [P, 1] vector, operand1 a tile."""
+    for n_ in (op0, op1):
+        if op_name(n_) in BITVEC:
+            # "Bitvec operators are not supported." (nki.isa.scalar_tensor_tensor)
+            raise KernelError("err_unsupported_op", f"op {op_name(n_)} of 'scalar_tensor_tensor' is a bitvec operator; "
+                              "it takes arithmetic operators only", "use nisa.tensor_scalar / nisa.tensor_tensor for "
+                              "bitvec operators")
+    if is_tile(data) and is_tile(operand1) and as_view(data).tensor.buffer == "psum" and \
+            as_view(operand1).tensor.buffer == "psum":
+        raise KernelError("err_unsupported_memory", "data and operand1 of 'scalar_tensor_tensor' cannot both be in "
+                          "PSUM", "copy one of them to SBUF first (nisa.tensor_copy)")
     return _scalar_tensor_tensor_beta1(data=data, op0=op0, operand0=operand0, op1=op1, operand1=operand1,
                                        reverse0=reverse0, reverse1=reverse1, dst=dst)
 
 
 def _tensor_tensor_scan_06(dst, data0, data1, initial, op0, op1, reverse0, reverse1, name):
     """Scan along the free axis: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``."""
+    for n_ in (op0, op1):
+        if op_name(n_) in BITVEC:
+            # op0 / op1 "can be any binary arithmetic operator" (nki.isa.tensor_tensor_scan)
+            raise KernelError("err_unsupported_op", f"op {op_name(n_)} of 'tensor_tensor_scan' is a bitvec operator; "
+                              "the scan takes arithmetic operators", "use an arithmetic operator (nl.add, nl.multiply, "
+                              "nl.maximum, ...)")
+    if is_tile(data0) and is_tile(data1) and as_view(data0).tensor.buffer == "psum" and \
+            as_view(data1).tensor.buffer == "psum":
+        raise KernelError("err_unsupported_memory", "data0 and data1 of 'tensor_tensor_scan' cannot both be in PSUM",
+                          "copy one of them to SBUF first (nisa.tensor_copy)")
     return _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0, reverse1, dst=dst)
 
 

@@ -9,7 +9,7 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
-from trnsim.nki.isa.common import free_size, scalar_or_vector, tile_arg
+from trnsim.nki.isa.common import free_size, require_fp32_vector, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ACT, ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -160,6 +160,8 @@ def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=_
     reads = [s]
     mv, mvec = scalar_or_vector(max_value, P, api, "max_value", reads)
     ri, rivec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads)
+    require_fp32_vector(mv, mvec, api, "max_value")
+    require_fp32_vector(ri, rivec, api, "reduce_init")
     if cmd != _rc.load_reduce and (rivec or ri != 0.0):
         raise KernelError("err_invalid_arguments", f"'{api}' reduce_init is only used with reduce_cmd.load_reduce "
                           f"(got reduce_cmd={cmd})", "drop reduce_init or pass reduce_cmd=nisa.reduce_cmd.load_reduce")

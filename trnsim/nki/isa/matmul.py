@@ -19,7 +19,7 @@ _MM_DTYPES = {"float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float1
 _CHECKED: set = set()   # (operand types, shapes, dtypes, target, dst) combinations that passed _check_matmul
 
 
-def _check_matmul(s, m, d, lim, api: str) -> None:
+def _check_matmul(s, m, d, lim, api: str, transpose_mode: bool = False) -> None:
     """The nc_matmul rules on operand shapes, dtypes and the destination (raise KernelError)."""
     if isinstance(s, Broadcast) or isinstance(m, Broadcast):
         raise KernelError("err_unsupported_memory", f"'{api}' operands cannot be broadcast views",
@@ -66,6 +66,9 @@ def _check_matmul(s, m, d, lim, api: str) -> None:
                               f"'{d.tensor.buffer}' instead. (the Tensor Engine writes PSUM only)",
                               "allocate the result with nl.ndarray((M, N), nl.float32, buffer=nl.psum)")
         okd = {"float32"} if lim.neuroncore_version in ("NC-v2", "NC-v3") else {"float32", "bfloat16"}
+        if transpose_mode and lim.neuroncore_version != "NC-v2" and s.tensor.dtype_name in ("bfloat16", "float16"):
+            # NeuronCore-v3 transpose mode: "FP16/BF16 PSUM output for FP16/BF16 transpose" (trainium2_arch)
+            okd = okd | {s.tensor.dtype_name}
         if d.tensor.dtype_name not in okd:
             raise KernelError("err_unsupported_dtype",
                               f"matmul destination dtype {d.tensor.dtype_name}: PSUM matmul results are "
@@ -78,16 +81,18 @@ def _check_matmul(s, m, d, lim, api: str) -> None:
 
 
 def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str = "nc_matmul",
-            extra_attrs: dict | None = None):
+            extra_attrs: dict | None = None, transpose_mode: bool = False):
+    """``transpose_mode``: nc_matmul(is_transpose=True); from NeuronCore-v3 a bit-accurate data transpose of
+    ``stationary`` routed by the identity (or permutation) ``moving`` tile, NaN/Inf included."""
     ctx = current()
     lim = ctx.limits
     s = tile_arg(stationary, api, "stationary", ("sbuf",))
     m = tile_arg(moving, api, "moving", ("sbuf",))
     d = as_view(dst) if dst is not None else None
     key = (type(s), type(m), s.shape, m.shape, s.tensor.dtype_name, m.tensor.dtype_name, lim.target,
-           None if d is None else (type(d), d.tensor.buffer, d.tensor.dtype_name, tuple(d.shape)))
+           None if d is None else (type(d), d.tensor.buffer, d.tensor.dtype_name, tuple(d.shape)), transpose_mode)
     if key not in _CHECKED:   # the shape / dtype rules depend on these only: checked once per combination
-        _check_matmul(s, m, d, lim, api)
+        _check_matmul(s, m, d, lim, api, transpose_mode)
         if len(_CHECKED) < 4096:
             _CHECKED.add(key)
     K, M = s.shape
@@ -106,7 +111,15 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
     if ctx.numerics:
         a = read(s)
         b = read(m)
-        res = a.T @ b
+        res = None
+        if transpose_mode and lim.neuroncore_version != "NC-v2":
+            # bit-accurate: each output column j is the stationary row selected by moving's one 1.0 in column j
+            ones = b == 1
+            if bool(np.all(ones | (b == 0))) and bool(np.all(ones.sum(axis=0) == 1)):
+                res = a.T[:, np.argmax(ones, axis=0)]
+        if res is None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                res = a.T @ b
         if dst is not None:
             old_acc = dview.tensor.acc[dview.npkey()]
             if accumulate is None:
@@ -186,7 +199,7 @@ def _nc_matmul_06(dst, stationary, moving, is_stationary_onezero, is_moving_onez
     transpose mode: still ``stationary.T @ moving`` (``moving`` an identity gives ``stationary.T``), recorded in the
     trace as ``attrs["is_transpose"]``."""
     return _matmul(stationary, moving, dst, accumulate, None,
-                   extra_attrs={"is_transpose": True} if is_transpose else None)
+                   extra_attrs={"is_transpose": True} if is_transpose else None, transpose_mode=bool(is_transpose))
 
 
 nc_matmul = two_forms("nc_matmul", [("dst", REQUIRED), ("stationary", REQUIRED), ("moving", REQUIRED),

@@ -18,7 +18,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa._result import done, dst_or_new
-from trnsim.nki.isa.common import finish, free_size, is_tile, scalar_or_vector, tile_arg
+from trnsim.nki.isa.common import finish, free_size, is_tile, require_fp32_vector, scalar_or_vector, tile_arg
 from trnsim.nki.isa.engines import NkiInstruction
 from trnsim.nki.isa.enums import engine as _engine
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -131,6 +131,8 @@ def rand2(dst, min, max, name=None):
     reads: list = []
     lo, lo_vec = scalar_or_vector(min, P, "rand2", "min", reads)
     hi, hi_vec = scalar_or_vector(max, P, "rand2", "max", reads)
+    require_fp32_vector(lo, lo_vec, "rand2", "min")
+    require_fp32_vector(hi, hi_vec, "rand2", "max")
     if not lo_vec and not hi_vec and not lo < hi:
         raise KernelError("err_invalid_range", f"rand2 needs min < max, got min={lo}, max={hi}",
                           "pass a non-empty range, e.g. min=0.0, max=1.0")

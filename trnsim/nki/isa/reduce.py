@@ -12,7 +12,7 @@ from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finis
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki import dtypes as dt
-from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, op_name
+from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, UNARY_ALU, alu_name, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -221,8 +221,25 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
     check_free_limit(v, api, "data")
     P = v.shape[0]
     reads = [v]
-    n0 = op_name(op0)
+    n0 = alu_name(op0)
+    if n0 in BITVEC:
+        # "Bitvec operators are not supported in this API." (nki.isa.tensor_scalar_reduce)
+        raise KernelError("err_unsupported_op", f"op0={n0} of '{api}' is a bitvec operator; it takes arithmetic "
+                          "operators only", "use nisa.tensor_scalar for bitvec operators, then nisa.tensor_reduce")
+    if reverse0:
+        raise KernelError("err_invalid_arguments", f"'{api}' reverse0=True is not supported yet (reference: "
+                          "'currently not supported yet')", "swap the operands with a separate nisa.tensor_scalar")
     rname = op_name(reduce_op, "reduce")
+    if rname not in ("add", "multiply", "maximum", "minimum"):
+        # "The reduce_op can be any of nl.add, nl.multiply, nl.max or nl.min." (nki.isa.tensor_scalar_reduce)
+        raise KernelError("err_unsupported_op", f"reduce_op={rname} of '{api}': the Vector Engine accumulator "
+                          "reduces with add, multiply, max or min", "pass reduce_op=nl.add, nl.multiply, nl.max or "
+                          "nl.min")
+    if n0 in UNARY_ALU:
+        if operand0 is not None and not (isinstance(operand0, (int, float, np.integer, np.floating)) and operand0 == 0):
+            raise KernelError("err_invalid_arguments", f"operand0 of '{api}' must be None or 0 with the unary "
+                              f"operator {n0}, got {operand0!r}", "pass operand0=None")
+        operand0 = None
     o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
     cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
     if reduce_init is not None and cmd != _rc.load_reduce:
@@ -233,6 +250,9 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
                           "pass reduce_init=<number or [P, 1] float32 tile>")
     init_v, init_vec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads) if reduce_init is not None \
         else (None, False)
+    if init_vec and init_v.tensor.dtype_name != "float32":
+        raise KernelError("err_unsupported_dtype", f"reduce_init of '{api}' is a {init_v.tensor.dtype_name} tile; it "
+                          "must be float32", "keep reduce_init in an nl.float32 [P, 1] tile (or pass a number)")
     rv = None
     if reduce_res is not None:
         rv = as_view(reduce_res)
@@ -249,8 +269,11 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
     if ctx.numerics:
         x = read(v)
         with np.errstate(all="ignore"):
-            ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
-            res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
+            if n0 in UNARY_ALU:
+                res = np.asarray(UNARY_ALU[n0](x), dtype=np.float32)
+            else:
+                ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
+                res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
         store_result(ctx, dview, res, None)
         part = REDUCE[rname](res, axis=tuple(range(1, res.ndim))).reshape(P)
         acc = np.asarray(ALU[rname](acc, part), dtype=np.float32)

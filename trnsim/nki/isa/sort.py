@@ -200,6 +200,10 @@ def nonzero_with_count(dst=None, src=None, index_offset=0, padding_val=-1, name=
     nonzero elements of ``src[p]`` (+ ``index_offset``), then ``padding_val``, then the count in the last slot."""
     ctx = current()
     api = "nonzero_with_count"
+    if ctx.limits.neuroncore_version == "NC-v2":
+        # "Available only on NeuronCore-v3 and newer." (nki.isa.nonzero_with_count)
+        raise KernelError("err_unsupported_instruction", f"'{api}' is not available on {ctx.target} (NeuronCore-v2); "
+                          "it needs NeuronCore-v3 or newer", "target trn2 or trn3")
     s = tile_arg(src, api, "src", ("sbuf",))
     d, out_t = dst_or_new(dst, (s.shape[0], free_size(s.shape) + 1), "int32", api, ("sbuf",))
     if s.tensor.dtype_name not in ("float32", "int32"):
