@@ -445,3 +445,50 @@ def test_integer_all_reduce_is_exact_and_channels_are_limited():
     with pytest.raises(KernelError) as exc:
         nki.simulate_ranks(nki.jit(ring), 4, [(np.ones((2, 3), np.float32),)] * 4)
     assert exc.value.rule == "err_invalid_channel_ids" and "at most 2" in str(exc.value)
+
+
+# ------------------------------------------------------------------ nc_matmul performance and tiling modes
+
+def _fp8(x):
+    from trnsim.nki import dtypes as dt
+    return dt.cast(x, "float8_e4m3").astype(np.float64)
+
+
+def test_double_row_contracts_over_partitions_and_the_first_free_dim():
+    a = rng.standard_normal((128, 2, 8)).astype(np.float32)
+    b = rng.standard_normal((128, 2, 16)).astype(np.float32)
+
+    def k(x, y, dtype=nl.float8_e4m3):
+        s, m = new(x.shape, dtype), new(y.shape, dtype)
+        nisa.dma_copy(dst=s, src=x)
+        nisa.dma_copy(dst=m, src=y)
+        d = new((x.shape[2], y.shape[2]), nl.float32, nl.psum)
+        nisa.nc_matmul(dst=d, stationary=s, moving=m, perf_mode=nisa.matmul_perf_mode.double_row)
+        o = new(d.shape, nl.float32)
+        nisa.tensor_copy(dst=o, src=d)
+        return hbm(o)
+    want = _fp8(a).reshape(256, 8).T @ _fp8(b).reshape(256, 16)
+    np.testing.assert_allclose(sim(k, a, b), want, rtol=1e-5, atol=1e-5)
+    assert "NeuronCore-v2" in broken(k, a, b, target="trn1", rule="err_unsupported_perf_mode")
+    assert "float8" in broken(lambda x, y: k(x, y, nl.bfloat16), a, b, rule="err_unsupported_dtype")
+    broken(k, a[:, :1], b[:, :1], rule="err_shape_mismatch")
+
+
+def test_tiling_mode_rules():
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    b = rng.standard_normal((64, 16)).astype(np.float32)
+
+    def k(x, y, **tiling):
+        d = new((x.shape[1], y.shape[1]), nl.float32, nl.psum)
+        nisa.nc_matmul(dst=d, stationary=sb(x), moving=sb(y), **tiling)
+        o = new(d.shape, nl.float32)
+        nisa.tensor_copy(dst=o, src=d)
+        return hbm(o)
+    np.testing.assert_allclose(sim(lambda x, y: k(x, y, tile_position=(64, 0), tile_size=(64, 128)), a, b), a.T @ b,
+                               rtol=1e-5, atol=1e-5)
+    broken(lambda x, y: k(x, y, tile_position=(64, 0)), a, b, rule="err_invalid_arguments")
+    broken(lambda x, y: k(x, y, tile_position=(16, 0), tile_size=(32, 128)), a, b, rule="err_invalid_tile_position")
+    broken(lambda x, y: k(x, y, tile_position=(0, 0), tile_size=(48, 128)), a, b, rule="err_invalid_tile_size")
+    broken(lambda x, y: k(x, y, tile_position=(0, 0), tile_size=(32, 128)), a, b, rule="err_invalid_tile_size")
+    broken(lambda x, y: k(x, y, tile_position=(0, 0), tile_size=(32, 128)), a[:32], b[:32], target="trn1",
+           rule="err_invalid_tile_size")

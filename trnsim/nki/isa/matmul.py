@@ -80,8 +80,41 @@ def _check_matmul(s, m, d, lim, api: str, transpose_mode: bool = False) -> None:
                               f"[{s.shape[1]}, {m.shape[1]}]", "allocate the PSUM tile as [M, N]")
 
 
+_FP8 = frozenset({"float8_e4m3", "float8_e5m2", "float8_e4m3fn"})
+
+
+def _check_double_row(s, m, d, lim, api: str) -> None:
+    """nc_matmul(perf_mode=double_row): NeuronCore-v3+, fp8 operands, [P, 2, M] stationary and [P, 2, N] moving
+    (the contraction split between the partition dim and a first free dim of 2; nki.isa.nc_matmul)."""
+    if lim.neuroncore_version == "NC-v2":
+        raise KernelError("err_unsupported_perf_mode", f"'{api}' perf_mode=double_row on {lim.target}: NeuronCore-v2 "
+                          "has no performance mode", "drop perf_mode (or target trn2 / trn3)")
+    ok = {"float8_e4m3", "float8_e5m2"} | ({"float8_e4m3fn"} if lim.neuroncore_version != "NC-v3" else set())
+    sd, md = s.tensor.dtype_name, m.tensor.dtype_name
+    if sd not in ok or md not in ok or {sd, md} == {"float8_e4m3", "float8_e4m3fn"}:
+        raise KernelError("err_unsupported_dtype", f"'{api}' perf_mode=double_row takes float8 operands "
+                          f"({'/'.join(sorted(ok))}; legacy e4m3 and OCP e4m3fn not mixed), got {sd} and {md}",
+                          "cast both operands to an fp8 format, or drop perf_mode")
+    if len(s.shape) != 3 or len(m.shape) != 3 or s.shape[1] != 2 or m.shape[1] != 2:
+        raise KernelError("err_shape_mismatch", f"'{api}' perf_mode=double_row splits the contraction over the "
+                          f"partitions and a first free dimension of 2: stationary [K, 2, M] and moving [K, 2, N], got "
+                          f"stationary{fmt_shape(s.shape)}, moving{fmt_shape(m.shape)}",
+                          "reshape the tiles to [128, 2, M] and [128, 2, N]")
+    if s.shape[0] != m.shape[0]:
+        raise KernelError("err_num_partition_mismatch", f"'{api}' stationary{fmt_shape(s.shape)} and "
+                          f"moving{fmt_shape(m.shape)} have different partition counts", "use the same K")
+    if s.shape[2] > lim.gemm_stationary_fmax or m.shape[2] > lim.gemm_moving_fmax:
+        raise KernelError("err_size_of_dimension_exceed_arch_limit", f"'{api}' double_row M={s.shape[2]}, "
+                          f"N={m.shape[2]} exceed {lim.gemm_stationary_fmax} / {lim.gemm_moving_fmax}",
+                          "tile M and N")
+    if d is not None:
+        if d.tensor.buffer != "psum" or tuple(d.shape) != (s.shape[2], m.shape[2]):
+            raise KernelError("err_shape_mismatch", f"'{api}' double_row writes a [{s.shape[2]}, {m.shape[2]}] PSUM "
+                              f"tile, got {d.tensor.buffer} {fmt_shape(d.shape)}", "allocate dst as [M, N] in PSUM")
+
+
 def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str = "nc_matmul",
-            extra_attrs: dict | None = None, transpose_mode: bool = False):
+            extra_attrs: dict | None = None, transpose_mode: bool = False, double_row: bool = False):
     """``transpose_mode``: nc_matmul(is_transpose=True); from NeuronCore-v3 a bit-accurate data transpose of
     ``stationary`` routed by the identity (or permutation) ``moving`` tile, NaN/Inf included."""
     ctx = current()
@@ -91,12 +124,16 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
     d = as_view(dst) if dst is not None else None
     key = (type(s), type(m), s.shape, m.shape, s.tensor.dtype_name, m.tensor.dtype_name, lim.target,
            None if d is None else (type(d), d.tensor.buffer, d.tensor.dtype_name, tuple(d.shape)), transpose_mode)
-    if key not in _CHECKED:   # the shape / dtype rules depend on these only: checked once per combination
-        _check_matmul(s, m, d, lim, api, transpose_mode)
-        if len(_CHECKED) < 4096:
-            _CHECKED.add(key)
-    K, M = s.shape
-    N = m.shape[1]
+    if double_row:
+        _check_double_row(s, m, d, lim, api)
+        K, M, N = s.shape[0], s.shape[2], m.shape[2]
+    else:
+        if key not in _CHECKED:   # the shape / dtype rules depend on these only: checked once per combination
+            _check_matmul(s, m, d, lim, api, transpose_mode)
+            if len(_CHECKED) < 4096:
+                _CHECKED.add(key)
+        K, M = s.shape
+        N = m.shape[1]
     sd, md = s.tensor.dtype_name, m.tensor.dtype_name
     out_dtype = "float32"
     if dst is not None:
@@ -119,7 +156,8 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
                 res = a.T[:, np.argmax(ones, axis=0)]
         if res is None:
             with np.errstate(invalid="ignore", over="ignore"):
-                res = a.T @ b
+                # double_row: the contraction runs over the partitions and the first free dim (2 rows per PE)
+                res = (a[:, 0, :].T @ b[:, 0, :] + a[:, 1, :].T @ b[:, 1, :]) if double_row else a.T @ b
         if dst is not None:
             old_acc = dview.tensor.acc[dview.npkey()]
             if accumulate is None:
@@ -156,7 +194,8 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
              "dtype": sd if sd == md else f"{sd}x{md}"}
     if extra_attrs:
         attrs.update(extra_attrs)
-    ctx.emit("nc_matmul", "tensor", reads, (dview,), attrs, 2 * K * M * N, 0, N, K)
+    # double_row: 2K-deep contraction in the time of a K-row pass (fp8 double performance mode)
+    ctx.emit("nc_matmul", "tensor", reads, (dview,), attrs, 2 * K * M * N * (2 if double_row else 1), 0, N, K)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
 
@@ -198,8 +237,52 @@ def _nc_matmul_06(dst, stationary, moving, is_stationary_onezero, is_moving_onez
     overwrites, later writes accumulate; True / False force it. ``is_transpose=True`` is the Tensor Engine's
     transpose mode: still ``stationary.T @ moving`` (``moving`` an identity gives ``stationary.T``), recorded in the
     trace as ``attrs["is_transpose"]``."""
-    return _matmul(stationary, moving, dst, accumulate, None,
-                   extra_attrs={"is_transpose": True} if is_transpose else None, transpose_mode=bool(is_transpose))
+    ctx = current()
+    pm = perf_mode if perf_mode not in (None, "none") else None
+    if pm not in (None, "double_row"):
+        raise KernelError("err_unsupported_perf_mode", f"nc_matmul perf_mode={perf_mode!r}",
+                          "pass nisa.matmul_perf_mode.double_row or leave perf_mode unset")
+    _check_tiling(tile_position, tile_size, stationary, pm, ctx)
+    attrs = {"is_transpose": True} if is_transpose else {}
+    if pm:
+        attrs["perf_mode"] = pm
+    return _matmul(stationary, moving, dst, accumulate, None, extra_attrs=attrs or None,
+                   transpose_mode=bool(is_transpose), double_row=pm == "double_row")
+
+
+def _check_tiling(tile_position, tile_size, stationary, perf_mode, ctx) -> None:
+    """Tensor Engine row / column tiling mode (nki.isa.nc_matmul "Tiling mode"): both tuples or neither; tile sizes
+    128 or 64 (and 32 from NeuronCore-v3); start positions multiples of the size inside the 128 x 128 array; the
+    stationary tile within the chosen tile; no column tiling with double_row."""
+    tp, ts = tuple(tile_position or ()), tuple(tile_size or ())
+    if not tp and not ts:
+        return
+    if not tp or not ts:
+        raise KernelError("err_invalid_arguments", "nc_matmul tile_position and tile_size must both be set to enable "
+                          f"tiling mode (got tile_position={tile_position!r}, tile_size={tile_size!r})",
+                          "pass both, e.g. tile_position=(64, 0), tile_size=(64, 128), or neither")
+    if len(tp) != 2 or len(ts) != 2 or not all(isinstance(x, (int, np.integer)) for x in tp + ts):
+        return   # affine expressions: not checkable here
+    sizes = (128, 64) if ctx.limits.neuroncore_version == "NC-v2" else (128, 64, 32)
+    (r0, c0), (rs, cs) = tp, ts
+    for what, size, start in (("row", rs, r0), ("column", cs, c0)):
+        if size not in sizes:
+            raise KernelError("err_invalid_tile_size", f"nc_matmul {what} tile size {size} on {ctx.target}: "
+                              f"{'/'.join(map(str, sizes))} only", f"use a {what} tile size of {sizes[0]} or {sizes[1]}")
+        if start % size or start + size > 128 or start < 0:
+            raise KernelError("err_invalid_tile_position", f"nc_matmul {what} start {start} with {what} size {size}: "
+                              "the start must be a multiple of the size inside the 128 x 128 array",
+                              f"use a start in {list(range(0, 128, size))}")
+    v = as_view(stationary)
+    K = v.shape[0]
+    M = v.shape[-1]
+    if K > rs or M > cs:
+        raise KernelError("err_invalid_tile_size", f"nc_matmul stationary{fmt_shape(v.shape)} does not fit the "
+                          f"({rs}, {cs}) tile: K <= row size and M <= column size", "shrink the stationary tile or "
+                          "enlarge tile_size")
+    if perf_mode == "double_row" and cs < 128:
+        raise KernelError("err_unsupported_perf_mode", "nc_matmul perf_mode=double_row cannot be combined with "
+                          "column tiling", "use a column tile size of 128, or drop perf_mode")
 
 
 nc_matmul = two_forms("nc_matmul", [("dst", REQUIRED), ("stationary", REQUIRED), ("moving", REQUIRED),
