@@ -492,3 +492,33 @@ def test_tiling_mode_rules():
     broken(lambda x, y: k(x, y, tile_position=(0, 0), tile_size=(32, 128)), a, b, rule="err_invalid_tile_size")
     broken(lambda x, y: k(x, y, tile_position=(0, 0), tile_size=(32, 128)), a[:32], b[:32], target="trn1",
            rule="err_invalid_tile_size")
+
+
+# ------------------------------------------------------------------ activation valid input ranges
+
+def test_activation_outside_its_valid_input_range_warns():
+    import trnsim.nki as nki
+
+    def act(op):
+        def k(a):
+            e = new(a.shape, nl.float32)
+            nisa.activation(dst=e, op=op, data=sb(a))
+            return hbm(e)
+        return k
+    with pytest.warns(nki.ActivationRangeWarning, match=r"sin: inputs span \[1, 9\].*27\.65"):
+        got = sim(act(nl.sin), np.array([[9.0, 1.0]], np.float32))
+    np.testing.assert_allclose(got, np.sin([[9.0, 1.0]]), rtol=1e-6)     # exact in the simulator, said so
+    with pytest.warns(nki.ActivationRangeWarning, match="reciprocal"):
+        sim(act(nl.reciprocal), np.array([[1e-15, 2.0]], np.float32))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nki.ActivationRangeWarning)
+        sim(act(nl.sin), np.array([[3.0, -3.0]], np.float32))          # inside [-pi, pi]: silent
+        sim(act(nl.exp), np.array([[50.0, -50.0]], np.float32))        # exp: valid everywhere
+
+        @nki.jit
+        def lang_sin(x):
+            o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(o, nl.sin(nl.load(x)))
+            return o
+        nki.simulate(lang_sin)(np.array([[9.0, 1.0]], np.float32))     # nl.sin range-reduces: silent

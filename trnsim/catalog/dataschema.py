@@ -153,6 +153,7 @@ UNIT_RULES: dict[str, Rule] = {
     **{u: _pos(f"bandwidth in {u}") for u in ("GB/s", "GiB/s", "TB/s", "B/ns", "Gbit/s")},
     **{u: _pos(f"capacity in {u}") for u in ("GiB", "MiB", "GB")},
     "TFLOPS": _pos("peak rate in TFLOPS"),
+    "activation input bound": _pos("bound of an activation's valid input (or of its magnitude)"),
     "TOPS": _pos("peak rate in TOPS"),
     "GHz": CLOCK,
     "USD/hour": _pos("price in USD/hour", nullable=True),

@@ -83,6 +83,14 @@ class UninitializedReadWarning(RuntimeWarning):
 UninitializedReadWarning.__module__ = "trnsim.nki"
 
 
+class ActivationRangeWarning(RuntimeWarning):
+    """A Scalar Engine activation got inputs outside the function's documented valid range: the hardware returns
+    invalid results there (e.g. sin without range reduction), while the simulator computes the exact function."""
+
+
+ActivationRangeWarning.__module__ = "trnsim.nki"
+
+
 class NoReorderBlock:
     """``with nki.compiler.no_reorder():`` -- instructions issued inside keep their program order."""
 

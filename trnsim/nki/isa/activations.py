@@ -1,17 +1,64 @@
 """Scalar Engine ``activation`` / ``activation_reduce``: ``op(data * scale + bias)`` with an optional free-axis reduction."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.context import ActivationRangeWarning, as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ACT, ALU, REDUCE, op_name
-from trnsim.nki.rules import KernelError, fmt_shape
+from trnsim.nki.rules import KernelError, fmt_shape, user_location
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
+
+
+_RANGES: dict | None = None
+
+
+def _valid_ranges() -> dict:
+    """The documented valid input bounds per activation function (data/scalar_engine.json)."""
+    global _RANGES
+    if _RANGES is None:
+        from trnsim.catalog.datafiles import load_json
+        _RANGES = dict(load_json("scalar_engine.json")["activation_valid_input_range"]["value"])
+    return _RANGES
+
+
+def check_input_range(name: str, x: np.ndarray, api: str) -> None:
+    """ActivationRangeWarning when finite inputs of activation ``name`` leave its valid range (nki.api.shared:
+    outside it "the Scalar Engine will generate invalid output results")."""
+    b = _valid_ranges().get(name)
+    if b is None or x.size == 0:
+        return
+    with np.errstate(invalid="ignore"):
+        fin = x[np.isfinite(x)]
+    if fin.size == 0:
+        return
+    mag = np.abs(fin)
+    bad = ((b.get("abs_max") is not None and float(mag.max()) > b["abs_max"])
+           or (b.get("abs_min") is not None and float(mag.min()) < b["abs_min"])
+           or (b.get("min") is not None and float(fin.min()) < b["min"])
+           or (b.get("max") is not None and float(fin.max()) > b["max"]))
+    if not bad:
+        return
+    if "abs_max" in b and "abs_min" not in b:
+        valid = f"[{-b['abs_max']:.4g}, {b['abs_max']:.4g}]"
+    elif "abs_min" in b:
+        valid = f"±[{b['abs_min']:.4g}, {b['abs_max']:.4g}]"
+    else:
+        valid = f"[{b['min']:.4g}, {b['max']:.4g}]"
+    loc, src = user_location()
+    tip = (" (no range reduction: sin(9.0) gives about 27.65 on hardware; nl.sin range-reduces first)"
+           if name == "sin" else "")
+    warnings.warn(ActivationRangeWarning(
+        f"'{api}' {name}: inputs span [{float(fin.min()):.4g}, {float(fin.max()):.4g}], outside its valid range "
+        f"{valid} at {loc}{': ' + src if src else ''}. The Scalar Engine returns invalid results there{tip}; the "
+        "simulator computed the exact function, so hardware results will differ. Keep the inputs in range."),
+        stacklevel=3)
 
 
 def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None, mask=None,
@@ -69,6 +116,8 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             x = x + bcast_free(read(bi), x.ndim)
         elif bi is not None:
             x = x + np.float32(bi)
+        if api in ("activation", "activation_reduce"):
+            check_input_range(name, x, api)
         with np.errstate(all="ignore"):
             res = np.asarray(ACT[name](x), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))

@@ -11,6 +11,7 @@ from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
 from trnsim.nki.isa.common import free_size, require_fp32_vector, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
+from trnsim.nki.isa.activations import check_input_range
 from trnsim.nki.isa.ops import ACT, ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 
@@ -116,6 +117,7 @@ def activate2(dst=None, op=None, data=None, imm0=None, imm1=None, op0=None, op1=
             elif a == "bypass":
                 res = x
             else:
+                check_input_range(a, x, "activate2")
                 res = np.asarray(ACT[a](x), dtype=np.float32)
         write(d, res.reshape(d.shape))
         if cmd in (_rc.reduce, _rc.reset_reduce):
