@@ -522,3 +522,23 @@ def test_activation_outside_its_valid_input_range_warns():
             nl.store(o, nl.sin(nl.load(x)))
             return o
         nki.simulate(lang_sin)(np.array([[9.0, 1.0]], np.float32))     # nl.sin range-reduces: silent
+
+
+def test_dma_compute_read_modify_write_takes_dst_and_one_source():
+    table = np.arange(32 * 6, dtype=np.float32).reshape(32, 6)
+    idx = np.array([[1], [2], [3], [5]], np.uint32)
+    base = np.ones((4, 6), np.float32)
+
+    def three(t, i, b):
+        d = sb(b)
+        src = t.ap(pattern=[[6, 4], [1, 6]], vector_offset=sb(i), indirect_dim=0)
+        nisa.dma_compute(dst=d, srcs=[src, d, sb(b)], reduce_op=nl.add)
+        return hbm(d)
+    broken(three, table, idx, base, rule="err_invalid_arguments")
+
+    def not_dst(t, i, b):
+        d = sb(b)
+        src = t.ap(pattern=[[6, 4], [1, 6]], vector_offset=sb(i), indirect_dim=0)
+        nisa.dma_compute(dst=d, srcs=[src, sb(b)], reduce_op=nl.add)
+        return hbm(d)
+    assert "none of them dst" in broken(not_dst, table, idx, base, rule="err_invalid_arguments")

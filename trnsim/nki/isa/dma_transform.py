@@ -179,6 +179,16 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
                               "pass sources with dst's element count")
     # runtime-indexed (.ap(vector_offset=...)) sources or destination: out-of-range rows raise (oob_mode=error,
     # the default) or are skipped, leaving dst's row as it was (oob_mode=skip), as for dma_copy
+    if any(getattr(v, "runtime_index", None) is not None for v in ss + [d]):
+        # read-modify-write through a runtime index (scatter: dst[indices] += src; gather: dst += src[indices]):
+        # "Exactly 2 source tensors", one of which is dst itself (nki.isa.dma_compute)
+        if len(ss) != 2 or not any(x.tensor is d.tensor for x in ss):
+            raise KernelError("err_invalid_arguments",
+                              f"'{api}' with a runtime-indexed access is a read-modify-write: exactly 2 sources, one of "
+                              f"them dst itself (got {len(ss)} sources"
+                              + ("" if any(x.tensor is d.tensor for x in ss) else ", none of them dst") + ")",
+                              "pass srcs=[dst_view, data] (scatter) or srcs=[table.ap(..., vector_offset=idx), dst] "
+                              "(gather)")
     keep = None
     for s in ss:
         if getattr(s, "runtime_index", None) is not None or getattr(d, "runtime_index", None) is not None:
