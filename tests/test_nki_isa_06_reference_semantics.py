@@ -542,3 +542,21 @@ def test_dma_compute_read_modify_write_takes_dst_and_one_source():
         nisa.dma_compute(dst=d, srcs=[src, sb(b)], reduce_op=nl.add)
         return hbm(d)
     assert "none of them dst" in broken(not_dst, table, idx, base, rule="err_invalid_arguments")
+
+
+def test_an_on_chip_slice_past_the_tile_end_is_out_of_bounds():
+    x = rng.standard_normal((32, 24)).astype(np.float32)
+
+    def read_past(a):
+        t = sb(a)
+        e = new((32, 10), nl.float32)
+        nisa.activation(dst=e, op=nl.exp, data=t[:, 20:30])
+        return hbm(e)
+    assert "[20, 29]" in broken(read_past, x, rule="err_tensor_access_out_of_bound")
+
+    def write_past(a):
+        t = sb(a)
+        o = new((32, 24), nl.float32)
+        nisa.tensor_copy(dst=o[:, 20:30], src=t[:, 0:10])
+        return hbm(o)
+    broken(write_past, x, rule="err_tensor_access_out_of_bound")

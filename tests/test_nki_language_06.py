@@ -747,3 +747,87 @@ def test_on_chip_views_stay_at_least_two_dimensional():
                     "column": (128, 1), "ellipsis": (128, 1), "view_of_view": (128, 1), "hbm": (128,),
                     "oob": "err_tensor_access_out_of_bound"}
     np.testing.assert_array_equal(got, x[:, 5:6])
+
+
+def test_language_rules_and_semantics_from_the_reference():
+    """nl.* points a review against the NKI 0.6 reference found: exact int32 arithmetic and fills, tile-only
+    comparison / bitwise ops, integer-only bitwise ops, var's kept dims, softmax's default axis, fori_loop's
+    documented example (the loop value as scalar_offset) and the dynamic-loop rules."""
+    big = np.full((4, 8), 2 ** 24 + 1, np.int32)
+
+    def add_ints(a, b):
+        out = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+    got, _ = _run(add_ints, big, np.full((4, 8), 2, np.int32))
+    np.testing.assert_array_equal(got, big + 2)                     # GpSimd integer arithmetic, not fp32
+
+    def fill(a):
+        out = nl.ndarray((4, 4), dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, nl.full((4, 4), 2 ** 24 + 1, dtype=nl.int32))
+        return out
+    got, _ = _run(fill, np.zeros((1, 1), np.float32))
+    assert (got == 2 ** 24 + 1).all()
+
+    def two_scalars(a):
+        nl.equal(2.0, 2.0)
+        return a
+    with pytest.raises(KernelError) as e:
+        _run(two_scalars, np.zeros((1, 1), np.float32))
+    _rule(e, "err_operand_type")
+
+    def float_shift(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.left_shift(nl.load(a), 1))
+        return out
+    with pytest.raises(KernelError) as e:
+        _run(float_shift, np.ones((2, 4), np.float32))
+    _rule(e, "err_unsupported_dtype")
+
+    x = np.random.default_rng(3).standard_normal((8, 6, 10)).astype(np.float32)
+
+    def var_softmax(a):
+        t = nl.load(a)
+        v = nl.var(t, axis=2, keepdims=False)                       # keepdims is ignored (reference)
+        assert tuple(v.shape) == (8, 6, 1)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.softmax(t))                               # axis=-1 by default
+        return out
+    got, _ = _run(var_softmax, x)
+    e_ = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(got, e_ / e_.sum(axis=-1, keepdims=True), rtol=1e-5)
+
+    n = 10
+    data = np.arange(n, dtype=np.float32).reshape(1, n)
+
+    def fori(d, ub):
+        output = nl.ndarray((1, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        ub_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ub_sb, src=ub)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, ub_sb)
+        nisa.dma_copy(dst=output, src=nl.zeros((1, n), dtype=nl.float32, buffer=nl.sbuf))
+        temp = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+
+        def body(i):
+            nisa.dma_copy(dst=temp, src=d.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1))
+            nisa.dma_copy(dst=output.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1), src=temp)
+        nl.fori_loop(0, reg, body)
+        return output
+    got, _ = _run(fori, data, np.array([[6]], np.int32))
+    np.testing.assert_array_equal(got[0], np.where(np.arange(n) < 6, data[0], 0))
+
+    def returns_value(a):
+        nl.fori_loop(0, 2, lambda i: 5)
+        return a
+    with pytest.raises(KernelError) as e:
+        _run(returns_value, np.zeros((1, 1), np.float32))
+    _rule(e, "err_invalid_control_flow")
+
+    def in_no_reorder(a):
+        with nl.no_reorder():
+            nl.fori_loop(0, 2, lambda i: None)
+        return a
+    with pytest.raises(KernelError) as e:
+        _run(in_no_reorder, np.zeros((1, 1), np.float32))
+    _rule(e, "err_invalid_control_flow")

@@ -565,6 +565,11 @@ def _add_runtime_offset(t: Tensor, flat: np.ndarray, size: int, scalar_offset, v
         vals = _index_values(index)
         kind = "scalar"
         add = None if vals is None else np.full(rows, int(vals[0]) * stride, dtype=np.int64)
+    elif isinstance(scalar_offset, (int, np.integer)) and not isinstance(scalar_offset, bool):
+        # a loop value (nl.fori_loop / dynamic_range bodies receive the iteration value, a register on hardware)
+        vals = np.array([int(scalar_offset)], dtype=np.int64)
+        kind = "scalar"
+        add = np.full(rows, int(vals[0]) * stride, dtype=np.int64)
     else:
         if not hasattr(scalar_offset, "_value"):
             raise KernelError("err_invalid_index", f"scalar_offset must be a (1, 1) SBUF integer tile or a register, "

@@ -11,7 +11,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import DIALECT, Broadcast, Tensor, View
+from trnsim.nki.tensors import DIALECT, Broadcast, Tensor, View, check_bounds
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -44,6 +44,9 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"number of partitions {v.shape[0] if v.shape else 0} exceed architecture limitation of "
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(v.shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
+    if type(base) is View and t.buffer != "hbm" and (base.adv is not None or base.ranges is not t._full_ranges) \
+            and getattr(base, "runtime_index", None) is None:
+        check_bounds(base, None)      # an on-chip slice past the tile's end (HBM accesses are checked by the DMA)
     return v
 
 
@@ -78,6 +81,9 @@ def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed
             raise KernelError("err_expected_tile", f"operand 'dst' of '{api}' must be a tile, got {type(dst).__name__}",
                               "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
         d = as_view(dst)
+        if type(d) is View and d.tensor.buffer != "hbm" and (d.adv is not None or d.ranges is not d.tensor._full_ranges) \
+                and getattr(d, "runtime_index", None) is None:
+            check_bounds(d, None)
         if isinstance(d, Broadcast):
             raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
         if d.tensor.buffer not in allowed:

@@ -62,7 +62,7 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
     # int32/uint32 in and out, an arithmetic op, engine left to the compiler, nothing in PSUM: the GpSimd Engine's
     # native integer arithmetic, exact for all 32-bit values (nki.isa.tensor_tensor)
     i32 = ("int32", "uint32")
-    int_exact = (not bits and name in INT_EXACT and api == "tensor_tensor" and eng_auto
+    int_exact = (not bits and name in INT_EXACT and eng_auto
                  and a.tensor.dtype_name in i32 and b.tensor.dtype_name in i32 and dview.tensor.dtype_name in i32
                  and "psum" not in (a.tensor.buffer, b.tensor.buffer, dview.tensor.buffer))
     if int_exact:

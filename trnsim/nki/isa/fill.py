@@ -73,7 +73,9 @@ def _memset_into(dview, value, mask=None, eng="vector"):
     d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
     ctx.last_mask = None
     if ctx.numerics:
-        write(d, np.full(d.shape, value, dtype=np.float32), mask_array(mask, tuple(d.shape)))
+        vals = np.full(d.shape, int(value), dtype=d.tensor.data.dtype) if dt.is_int(d.tensor.dtype_name) else \
+            np.full(d.shape, value, dtype=np.float32)     # integer fills exactly, floats via the fp32 fill value
+        write(d, vals, mask_array(mask, tuple(d.shape)))
         if d.tensor.acc is not None:
             d.tensor.acc[d.npkey()] = value != 0.0   # a zero fill folds into the next matmul
     n = free_size(d.shape)

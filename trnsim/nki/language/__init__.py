@@ -47,6 +47,8 @@ _REMOVED = {
                "block (e.g. a Python list of tiles)",
     "loop_reduce": "accumulate explicitly: acc[...] = nl.add(acc, x) in a loop",
     "static_cast": "convert on the host with numpy (x.astype(...)) or inside the kernel with nl.copy(x, dtype=...)",
+    "iota": "fill index values with the instruction nisa.iota(dst, pattern, offset=0, channel_multiplier=0); "
+            "nki.language has no iota",
 }
 
 

@@ -52,14 +52,34 @@ def _free1(v) -> bool:
     return builtins.all(s == 1 for s in v.shape[1:])
 
 
+_TILE_REQUIRED = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
+                            "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                            "right_shift"})
+
+
 def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
     xt, yt = _is_tile(x), _is_tile(y)
     for v, arg in ((x, "x"), (y, "y")):
         if not (_is_tile(v) or isinstance(v, (int, float, bool, np.integer, np.floating, np.bool_))):
             raise KernelError("err_operand_type", f"operand '{arg}' of nl.{name} is {type(v).__name__} ({v!r})",
                               "pass a tile or a Python number")
+    nki06 = current().dialect != "beta1"
     if not xt and not yt:
+        if nki06 and name in _TILE_REQUIRED:
+            # "At least one of x, y must be a tile" (nki.language comparison / logical / bitwise / shift ops)
+            raise KernelError("err_operand_type", f"nl.{name}({x!r}, {y!r}) has no tile operand: at least one of x, y "
+                              "must be a tile", "compute constants in Python (e.g. x == y, x & y)")
         return _ops.ALU[name](np.float32(x), np.float32(y)).item()
+    if nki06 and name in _ops.BITVEC:
+        for v in (x, y):
+            if _is_tile(v) and not _dt.is_int(as_view(v).tensor.dtype_name):
+                # "Inputs must be integer typed." (nki.language bitwise_* / left_shift / right_shift)
+                raise KernelError("err_unsupported_dtype", f"nl.{name} needs integer tiles, got "
+                                  f"{as_view(v).tensor.dtype_name} {fmt_shape(as_view(v).shape)}",
+                                  "use an integer tile (nl.int32, ...); view float bits with .view(nl.int32)")
+            if not _is_tile(v) and not isinstance(v, (int, np.integer)):
+                raise KernelError("err_unsupported_dtype", f"nl.{name} needs integer operands, got {v!r}",
+                                  "pass an int")
     if xt and yt:
         xv, yv = as_view(x), as_view(y)
         xs, ys = tuple(xv.shape), tuple(yv.shape)
@@ -68,7 +88,7 @@ def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
                 return _ew._ts(xv, name, yv, False, dtype=dtype, mask=mask, dst=_dst, api=name)
             if _free1(xv) and not _free1(yv) and not isinstance(xv, Broadcast):
                 return _ew._ts(yv, name, xv, True, dtype=dtype, mask=mask, dst=_dst, api=name)
-        return _ew._tt(xv, yv, name, dtype, mask, _dst, api=name, pbcast_ok=True)
+        return _ew._tt(xv, yv, name, dtype, mask, _dst, api=name, pbcast_ok=True, eng_auto=True)
     if xt:
         return _ew._ts(x, name, y, False, dtype=dtype, mask=mask, dst=_dst, api=name)
     return _ew._ts(y, name, x, True, dtype=dtype, mask=mask, dst=_dst, api=name)
@@ -185,7 +205,13 @@ max = _make_reduce("max", "maximum")  # noqa: A001
 min = _make_reduce("min", "minimum")  # noqa: A001
 prod = _make_reduce("prod", "multiply")
 mean = _make_reduce("mean", "mean")
-var = _make_reduce("var", "var")
+_var_any_keepdims = _make_reduce("var", "var")
+
+
+def var(x, axis, dtype=None, *, mask=None, keepdims=True, **kwargs):
+    """Variance along free axes. As in the reference, ``keepdims`` is ignored: the result always keeps the reduced
+    axes (size 1)."""
+    return _var_any_keepdims(x, axis, dtype=dtype, mask=mask, keepdims=True)
 all = _make_reduce("all", "logical_and")  # noqa: A001
 sum._nki_op = "add"
 max._nki_op = "maximum"
@@ -234,13 +260,18 @@ def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
     return out_t
 
 
-def softmax(x, axis, *, dtype=None, mask=None, **kwargs):
-    """Softmax along free ``axis`` = exp(x - max) / sum (four instructions)."""
+def softmax(x, axis=-1, dtype=None, *, mask=None, **kwargs):
+    """Softmax along free ``axis`` (default the last) = exp(x - max) / sum (four instructions)."""
     mx = max(x, axis=axis, keepdims=True)
-    e = _ew._ts(x, "subtract", mx, False, api="softmax")
+    if _free1(as_view(mx)):        # one value per partition: a tensor_scalar with a [P, 1] operand
+        e = _ew._ts(x, "subtract", mx, False, api="softmax")
+    else:                          # reduced over an inner axis only: element-wise with broadcasting
+        e = _binary("subtract", x, mx)
     e = exp(e)
     s = sum(e, axis=axis, keepdims=True)
-    return _ew._ts(e, "divide", s, False, dtype=dtype, api="softmax")
+    if _free1(as_view(s)):
+        return _ew._ts(e, "divide", s, False, dtype=dtype, api="softmax")
+    return _binary("divide", e, s, dtype)
 
 
 def device_print(prefix: str, x, **kwargs) -> None:

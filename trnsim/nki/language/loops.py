@@ -49,7 +49,19 @@ def register_value(x, api: str, arg: str) -> int:
                       f"{type(x).__name__}", "pass a Python int or a register from nisa.register_alloc / register_load")
 
 
+def _not_in_no_reorder(api: str) -> None:
+    # "Register-based dynamic loops (nl.fori_loop, nl.while_loop) are not supported inside a no_reorder block"
+    attrs = current().directive_attrs
+    if attrs and "no_reorder" in attrs:
+        raise KernelError("err_invalid_control_flow", f"nl.{api} inside a no_reorder block: register-based dynamic "
+                          "loops cannot sit inside nl.no_reorder()", "move the loop outside the no_reorder block, or "
+                          "use a static loop (range / nl.static_range) inside it")
+
+
 def _static_step(step, api: str) -> int:
+    if hasattr(step, "_value"):
+        raise KernelError("err_invalid_loop_step", f"{api}: step is a register; the step must be a compile-time "
+                          "positive int", "pass a Python int step (registers are allowed only for the bounds)")
     if not isinstance(step, int) or isinstance(step, bool):
         try:
             step = operator.index(step)
@@ -96,11 +108,16 @@ def fori_loop(lower, upper, body_fun: Callable, step=1) -> None:
     if not callable(body_fun):
         raise KernelError("err_invalid_arguments", f"fori_loop body_fun must be callable, got "
                           f"{type(body_fun).__name__}", "pass a function body(i) -> None")
+    _not_in_no_reorder("fori_loop")
     lo = register_value(lower, "fori_loop", "lower")
     hi = register_value(upper, "fori_loop", "upper")
     st = _static_step(step, "fori_loop")
     for i in _iterations(range(lo, hi, st), "fori_loop"):
-        body_fun(i)
+        ret = body_fun(i)
+        if ret is not None:
+            # "The fori_loop body function cannot return a value" (NKI migration guide)
+            raise KernelError("err_invalid_control_flow", f"the fori_loop body returned {ret!r}; it cannot return a "
+                              "value", "keep loop state in tensors or registers and return nothing")
     return None
 
 
@@ -110,6 +127,7 @@ def while_loop(init, body_fun: Callable) -> None:
     if not callable(body_fun):
         raise KernelError("err_invalid_arguments", f"while_loop body_fun must be callable, got "
                           f"{type(body_fun).__name__}", "pass a function body(r) -> register")
+    _not_in_no_reorder("while_loop")
     register_value(init, "while_loop", "init")
     ctx = current()
     _LOOP_UID[0] += 1
