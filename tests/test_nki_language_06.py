@@ -831,3 +831,24 @@ def test_language_rules_and_semantics_from_the_reference():
     with pytest.raises(KernelError) as e:
         _run(in_no_reorder, np.zeros((1, 1), np.float32))
     _rule(e, "err_invalid_control_flow")
+
+
+def test_signatures_and_comparison_dtypes_follow_the_reference():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    def kern(a):
+        t = nl.load(a)
+        s = nl.add(t, t, nl.float32)                                  # dtype positional, as documented
+        e = nl.exp(nl.multiply(s, 0.0, nl.float32), nl.float32)
+        r = nl.sum(e, 1, nl.float32)
+        z = nl.zeros((4, 8), nl.float32, nl.sbuf)
+        c = nl.copy(x=t)
+        assert nl.zeros_like(x=t).dtype == t.dtype and nl.broadcast_to(r, (4, 8), dtype=nl.bfloat16).dtype == nl.bfloat16
+        ti = nl.copy(t, nl.int32)
+        assert nl.equal(ti, 2.5).dtype == nl.int32                    # comparisons default to the tile's dtype
+        assert nl.greater(nl.copy(t, nl.bfloat16), 0.0).dtype == nl.bfloat16
+        out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.add(z, c), nl.broadcast_to(r, (4, 8))))
+        return out
+    got, _ = _run(kern, x)
+    np.testing.assert_allclose(got, x + 8, rtol=1e-6)

@@ -16,7 +16,7 @@ from trnsim.nki.tensors import Broadcast, Tensor, View
 
 # ----------------------------------------------------------------------------- compute
 
-def matmul(x, y, *, transpose_x: bool = False, mask=None, **kwargs) -> Tensor:
+def matmul(x, y, transpose_x: bool = False, *, mask=None, **kwargs) -> Tensor:
     """``x @ y`` into a new PSUM tile (fp32). With ``transpose_x=True``, ``x`` is already [K, M] and the
     result is ``x.T @ y`` (one nc_matmul); otherwise x [M, K] is first transposed on the Tensor Engine."""
     if isinstance(y, (Tensor, View)) and as_view(y).tensor.buffer == "psum":
@@ -30,18 +30,21 @@ def matmul(x, y, *, transpose_x: bool = False, mask=None, **kwargs) -> Tensor:
     return _mm._matmul(x, y, mask=mask, api="matmul", extra_attrs={"transpose_x": True})
 
 
-def transpose(x, *, dtype=None, mask=None, **kwargs) -> Tensor:
+def transpose(x, dtype=None, *, mask=None, **kwargs) -> Tensor:
     """Swap the partition and free axes of a 2-D tile (Tensor Engine; <= 128 x 128)."""
     return _tr._transpose(x, "tensor", mask=mask, dtype=dtype, api="transpose")
 
 
-def copy(src, *, mask=None, dtype=None, _dst=None, **kwargs):
+def copy(x, dtype=None, *, mask=None, _dst=None, **kwargs):
     """Copy a tile (e.g. PSUM -> SBUF), casting to ``dtype``."""
-    return _cp._copy(src, dtype, mask, _dst, "vector", api="copy")
+    return _cp._copy(x, dtype, mask, _dst, "vector", api="copy")
 
 
-def broadcast_to(src, shape) -> Broadcast:
-    return as_view(src).broadcast_to(shape)
+def broadcast_to(x, shape, dtype=None):
+    """``x`` broadcast to ``shape`` (a view; with ``dtype``, of a cast copy of ``x``)."""
+    if dtype is not None and _dt.dtype_name(dtype) != as_view(x).tensor.dtype_name:
+        x = copy(x, dtype)
+    return as_view(x).broadcast_to(shape)
 
 
 def _is_tile(x) -> bool:
@@ -52,6 +55,7 @@ def _free1(v) -> bool:
     return builtins.all(s == 1 for s in v.shape[1:])
 
 
+_COMPARE = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal"})
 _TILE_REQUIRED = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                             "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
                             "right_shift"})
@@ -70,6 +74,9 @@ def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
             raise KernelError("err_operand_type", f"nl.{name}({x!r}, {y!r}) has no tile operand: at least one of x, y "
                               "must be a tile", "compute constants in Python (e.g. x == y, x & y)")
         return _ops.ALU[name](np.float32(x), np.float32(y)).item()
+    if nki06 and dtype is None and name in _COMPARE:
+        # comparisons: "dtype ... Defaults to the input tile dtype" (nki.language equal, less, ...)
+        dtype = as_view(x if xt else y).tensor.dtype_name
     if nki06 and name in _ops.BITVEC:
         for v in (x, y):
             if _is_tile(v) and not _dt.is_int(as_view(v).tensor.dtype_name):
@@ -95,7 +102,7 @@ def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
 
 
 def _make_binary(name: str):
-    def fn(x, y, *, dtype=None, mask=None, _dst=None, **kwargs):
+    def fn(x, y, dtype=None, *, mask=None, _dst=None, **kwargs):
         return _binary(name, x, y, dtype, mask, _dst)
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} of two tiles (or a tile and a scalar / [P, 1] vector), fp32 arithmetic."
@@ -128,7 +135,7 @@ mod = _make_binary("mod")
 
 
 def _make_unary(name: str):
-    def fn(x, *, dtype=None, mask=None, **kwargs):
+    def fn(x, dtype=None, *, mask=None, **kwargs):
         return _act._activation(name, x, dtype=dtype, mask=mask, api=name)
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} on the Scalar Engine (activation instruction, fp32 internally)."
@@ -136,7 +143,7 @@ def _make_unary(name: str):
     return fn
 
 
-def _rsqrt(x, *, dtype=None, mask=None, **kwargs):
+def _rsqrt(x, dtype=None, *, mask=None, **kwargs):
     """1 / sqrt(x). NKI 0.5+: runs on the GpSimd Engine (higher precision) and cannot read PSUM; Beta 1 code keeps
     the Scalar Engine activation."""
     ctx = current()
@@ -183,7 +190,7 @@ identity = _make_unary("identity")
 identity._nki_op = "identity"
 
 
-def reciprocal(x, *, dtype=None, mask=None, **kwargs):
+def reciprocal(x, dtype=None, *, mask=None, **kwargs):
     return _act._activation("reciprocal", x, dtype=dtype, mask=mask, api="reciprocal")
 
 
@@ -192,7 +199,7 @@ copy._nki_op = "copy"
 
 
 def _make_reduce(name: str, op: str):
-    def fn(x, axis, *, dtype=None, mask=None, keepdims=False, **kwargs):
+    def fn(x, axis, dtype=None, *, mask=None, keepdims=False, **kwargs):
         return _red._reduce(op, x, axis, dtype, mask, False, keepdims, api=name, name_override=op, strict=False)
     fn.__name__ = name
     fn.__doc__ = (f"{name} along free axes (never axis 0, the partition axis); result keeps >= 2 dims. Any free "
@@ -219,7 +226,7 @@ min._nki_op = "minimum"
 prod._nki_op = "multiply"
 
 
-def where(condition, x, y, *, dtype=None, mask=None, **kwargs):
+def where(condition, x, y, dtype=None, *, mask=None, **kwargs):
     """Select ``x`` where ``condition`` is non-zero else ``y`` (VectorE select)."""
     ctx = current()
     c = _common.tile_arg(condition, "where", "condition")
@@ -274,13 +281,13 @@ def softmax(x, axis=-1, dtype=None, *, mask=None, **kwargs):
     return _binary("divide", e, s, dtype)
 
 
-def device_print(prefix: str, x, **kwargs) -> None:
+def device_print(print_prefix: str, tensor, **kwargs) -> None:
     """Print a tile's values (simulation only)."""
     ctx = current()
-    if ctx.numerics and _is_tile(x):
-        print(prefix, read(as_view(x)))
+    if ctx.numerics and _is_tile(tensor):
+        print(print_prefix, read(as_view(tensor)))
     else:
-        print(prefix, x)
+        print(print_prefix, tensor)
 
 
 __all__ = ["matmul", "transpose", "copy", "broadcast_to", "add", "subtract", "multiply", "divide", "maximum",

@@ -192,33 +192,37 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
     return t
 
 
-def zeros(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def zeros(shape, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
     """Allocate a zero-filled tensor (SBUF memset; a PSUM accumulator's zero fill is folded into its
     first matmul, as the compiler does, and records no instruction)."""
     return _alloc(shape, dtype, buffer, name, 0.0, "zeros")
 
 
-def ones(shape, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def ones(shape, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
     return _alloc(shape, dtype, buffer, name, 1.0, "ones")
 
 
-def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def full(shape, fill_value, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
     return _alloc(shape, dtype, buffer, name, fill_value, "full")
 
 
-def zeros_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def zeros_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    a = x
     return zeros(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
-def empty_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def empty_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    a = x
     return ndarray(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
-def ones_like(a, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def ones_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    a = x
     return ones(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
-def full_like(a, fill_value, dtype=None, *, buffer=None, name: str = "", **kwargs) -> Tensor:
+def full_like(x, fill_value, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    a = x
     return full(a.shape, fill_value, dtype or a.dtype, buffer=buffer, name=name)
 
 
