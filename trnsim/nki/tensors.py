@@ -402,7 +402,9 @@ class Tensor(NkiTensorMethods):
         if type(key) is tuple and len(key) == len(self.shape):
             fast = _fast_basic(key, self.shape)   # same result as _index's fast path, without the full view
             if fast is not None and (self.buffer == "hbm" or DIALECT.beta1 or all(r[0] == "r" for r in fast)):
-                return View(self, fast, None)   # (on-chip integer indices of NKI 0.6 keep dims: see _index)
+                v = View(self, fast, None)   # (on-chip integer indices of NKI 0.6 keep dims: see _index)
+                v.inb = True                 # inside the tensor by construction (_fast_basic)
+                return v
         return self.full_view()[key]
 
     def __setitem__(self, key, value) -> None:
@@ -596,7 +598,8 @@ class View(NkiTensorMethods):
     ``("r", start, step, count)`` range. ``adv`` (advanced form) is a tuple with one entry per
     tensor dim: int or IndexExpr, giving a result of the broadcast shape.
     """
-    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst", "ap_run", "runtime_index")
+    __slots__ = ("tensor", "ranges", "adv", "shape", "_npkey", "_op", "_reg", "pfirst", "ap_run", "runtime_index",
+                 "inb")
 
     def __init__(self, tensor: Tensor, ranges, adv):
         self.tensor = tensor
@@ -1156,8 +1159,8 @@ def _fast_basic(key: tuple, shape: tuple):
                 return None
             a = 0 if k.start is None else k.start
             b = s if k.stop is None else k.stop
-            if type(a) is not int or type(b) is not int or a < 0 or b < 0:
-                return None
+            if type(a) is not int or type(b) is not int or a < 0 or b < 0 or b > s:
+                return None     # (a stop past the end takes the general path; fast views are in bounds)
             out.append(("r", a, 1, b - a if b > a else 0))
         elif tk is int:
             if not 0 <= k < s:
@@ -1212,7 +1215,9 @@ def _index(view: View, key) -> View:
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         fast = _fast_basic(key, t.shape)
         if fast is not None:
-            return View(t, fast, None)
+            v = View(t, fast, None)
+            v.inb = True                     # inside the tensor by construction (_fast_basic)
+            return v
     # expand Ellipsis
     if any(k is Ellipsis for k in key):
         i = next(j for j, k in enumerate(key) if k is Ellipsis)

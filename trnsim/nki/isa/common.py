@@ -45,7 +45,7 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(v.shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
     if type(base) is View and t.buffer != "hbm" and (base.adv is not None or base.ranges is not t._full_ranges) \
-            and getattr(base, "runtime_index", None) is None:
+            and base.runtime_index is None and not getattr(base, "inb", False):
         check_bounds(base, None)      # an on-chip slice past the tile's end (HBM accesses are checked by the DMA)
     return v
 
@@ -82,7 +82,7 @@ def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed
                               "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
         d = as_view(dst)
         if type(d) is View and d.tensor.buffer != "hbm" and (d.adv is not None or d.ranges is not d.tensor._full_ranges) \
-                and getattr(d, "runtime_index", None) is None:
+                and d.runtime_index is None and not getattr(d, "inb", False):
             check_bounds(d, None)
         if isinstance(d, Broadcast):
             raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
