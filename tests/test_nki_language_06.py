@@ -852,3 +852,12 @@ def test_signatures_and_comparison_dtypes_follow_the_reference():
         return out
     got, _ = _run(kern, x)
     np.testing.assert_allclose(got, x + 8, rtol=1e-6)
+
+
+def test_hbm_integer_indexing_keeps_at_least_one_dim():
+    def kern(a):
+        t = nl.ndarray((4, 128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        assert tuple(t[0, 0, 0].shape) == (1,) and tuple(t[1, 2].shape) == (32,) and tuple(a[1, 2].shape) == (1,)
+        return a
+    got, _ = _run(kern, np.arange(8, dtype=np.float32).reshape(2, 4))
+    np.testing.assert_array_equal(got, np.arange(8, dtype=np.float32).reshape(2, 4))

@@ -401,7 +401,8 @@ class Tensor(NkiTensorMethods):
             return self.full_view()
         if type(key) is tuple and len(key) == len(self.shape):
             fast = _fast_basic(key, self.shape)   # same result as _index's fast path, without the full view
-            if fast is not None and (self.buffer == "hbm" or DIALECT.beta1 or all(r[0] == "r" for r in fast)):
+            if fast is not None and (DIALECT.beta1 or all(r[0] == "r" for r in fast)
+                                     or (self.buffer == "hbm" and any(r[0] == "r" for r in fast))):
                 v = View(self, fast, None)   # (on-chip integer indices of NKI 0.6 keep dims: see _index)
                 v.inb = True                 # inside the tensor by construction (_fast_basic)
                 return v
@@ -1212,6 +1213,12 @@ def _index(view: View, key) -> View:
             if 0 <= k0 < view.shape[0]:
                 key = (slice(k0, k0 + 1),) + key[1:]
         key = _keep_two_dims(key, view.shape)
+    elif not DIALECT.beta1 and t.buffer == "hbm" and len(key) == len(view.shape) and view.shape and \
+            all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
+        # HBM: "integer indexing removes the dimension. Result is at least 1D" (NkiTensor.__getitem__)
+        k = int(key[-1]) + (view.shape[-1] if key[-1] < 0 else 0)
+        if 0 <= k < view.shape[-1]:
+            key = key[:-1] + (slice(k, k + 1),)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         fast = _fast_basic(key, t.shape)
         if fast is not None:
