@@ -336,34 +336,32 @@ def _tensor_scalar_06(dst, data, op0, operand0, reverse0, op1, operand1, reverse
     return _ts(data, op0, operand0, reverse0, op1, operand1, reverse1, None, None, dst, _eng(engine))
 
 
+def _arithmetic_not_both_psum(api: str, ops, a, b) -> None:
+    """The reference rules of the two-tile Vector Engine instructions: arithmetic operators only, and the two
+    tiles ``a`` / ``b`` ((tile, argument name) pairs) not both in PSUM."""
+    for op in ops:
+        if op_name(op) in BITVEC:
+            raise KernelError("err_unsupported_op", f"op {op_name(op)} of '{api}' is a bitvec operator; it takes "
+                              "arithmetic operators only", "use nisa.tensor_scalar / nisa.tensor_tensor for bitvec "
+                              "operators")
+    if is_tile(a[0]) and is_tile(b[0]) and as_view(a[0]).tensor.buffer == "psum" and \
+            as_view(b[0]).tensor.buffer == "psum":
+        raise KernelError("err_unsupported_memory", f"{a[1]} and {b[1]} of '{api}' cannot both be in PSUM",
+                          "copy one of them to SBUF first (nisa.tensor_copy)")
+
+
 def _scalar_tensor_tensor_06(dst, data, op0, operand0, op1, operand1, reverse0, reverse1, name):
     """``dst = (data op0 operand0) op1 operand1``: operand0 a scalar or [P, 1] vector, operand1 a tile."""
-    for n_ in (op0, op1):
-        if op_name(n_) in BITVEC:
-            # "Bitvec operators are not supported." (nki.isa.scalar_tensor_tensor)
-            raise KernelError("err_unsupported_op", f"op {op_name(n_)} of 'scalar_tensor_tensor' is a bitvec operator; "
-                              "it takes arithmetic operators only", "use nisa.tensor_scalar / nisa.tensor_tensor for "
-                              "bitvec operators")
-    if is_tile(data) and is_tile(operand1) and as_view(data).tensor.buffer == "psum" and \
-            as_view(operand1).tensor.buffer == "psum":
-        raise KernelError("err_unsupported_memory", "data and operand1 of 'scalar_tensor_tensor' cannot both be in "
-                          "PSUM", "copy one of them to SBUF first (nisa.tensor_copy)")
+    # "Bitvec operators are not supported"; "data and operand1 cannot both reside in PSUM"
+    _arithmetic_not_both_psum("scalar_tensor_tensor", (op0, op1), (data, "data"), (operand1, "operand1"))
     return _scalar_tensor_tensor_beta1(data=data, op0=op0, operand0=operand0, op1=op1, operand1=operand1,
                                        reverse0=reverse0, reverse1=reverse1, dst=dst)
 
 
 def _tensor_tensor_scan_06(dst, data0, data1, initial, op0, op1, reverse0, reverse1, name):
     """Scan along the free axis: ``r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])``."""
-    for n_ in (op0, op1):
-        if op_name(n_) in BITVEC:
-            # op0 / op1 "can be any binary arithmetic operator" (nki.isa.tensor_tensor_scan)
-            raise KernelError("err_unsupported_op", f"op {op_name(n_)} of 'tensor_tensor_scan' is a bitvec operator; "
-                              "the scan takes arithmetic operators", "use an arithmetic operator (nl.add, nl.multiply, "
-                              "nl.maximum, ...)")
-    if is_tile(data0) and is_tile(data1) and as_view(data0).tensor.buffer == "psum" and \
-            as_view(data1).tensor.buffer == "psum":
-        raise KernelError("err_unsupported_memory", "data0 and data1 of 'tensor_tensor_scan' cannot both be in PSUM",
-                          "copy one of them to SBUF first (nisa.tensor_copy)")
+    # op0 / op1 "can be any binary arithmetic operator"; "data0 and data1 cannot both reside in PSUM"
+    _arithmetic_not_both_psum("tensor_tensor_scan", (op0, op1), (data0, "data0"), (data1, "data1"))
     return _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0, reverse1, dst=dst)
 
 
