@@ -448,7 +448,8 @@ def test_nki_tensor_queries():
         return x
     _run(kern, np.zeros((4, 8), np.float32))
     assert seen["size"] == 128 * 2 * 3
-    assert seen["strides"] == (0, 6, 2) and seen["pattern"] == [[0, 128], [6, 2], [2, 3]]
+    # on-chip: the partition stride is the storage's elements per partition (4 * 6), as in the language guide
+    assert seen["strides"] == (24, 6, 2) and seen["pattern"] == [[24, 128], [6, 2], [2, 3]]
     assert seen["offset"] == 6
     assert seen["full_contig"] and not seen["part_contig"] and seen["row"]
     assert seen["hbm_pattern"] == [[8, 4], [1, 8]] and seen["hbm_offset"] == 8 + 2
@@ -861,3 +862,22 @@ def test_hbm_integer_indexing_keeps_at_least_one_dim():
         return a
     got, _ = _run(kern, np.arange(8, dtype=np.float32).reshape(2, 4))
     np.testing.assert_array_equal(got, np.arange(8, dtype=np.float32).reshape(2, 4))
+
+
+def test_get_pattern_round_trips_through_ap_as_in_the_language_guide():
+    x = np.random.default_rng(5).standard_normal((128, 64)).astype(np.float32)
+    seen = {}
+
+    def kern(a):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        seen.update(strides=t.strides, offset=t.offset)
+        pattern = t.get_pattern()
+        pattern[0][1] = 64                     # read 64 partitions instead of 128
+        u = t.ap(pattern=pattern)
+        out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=u)
+        return out
+    got, _ = _run(kern, x)
+    assert seen["strides"] == (64, 1) and seen["offset"] == 0
+    np.testing.assert_array_equal(got, x[:64])

@@ -1,7 +1,7 @@
 """The ``NkiTensor`` query and view methods of NKI 0.6 (aws-neuron-sdk ``nki/api/nki/language``, class
 ``NkiTensor``), shared by :class:`~trnsim.nki.tensors.Tensor` and :class:`~trnsim.nki.tensors.View` as a base class.
 
-Queries: ``size``, ``offset``, ``strides`` (views), ``is_contiguous()``, ``get_pattern()``, ``is_indirect()``.
+Queries: ``size``, ``offset``, ``strides``, ``is_contiguous()``, ``get_pattern()``, ``is_indirect()``.
 Views that select part of a tensor: ``slice``, ``select`` (a static int, or a [1, 1] index tile read at run
 time), ``broadcast``. Views that re-shape a whole tensor without moving data: ``expand_dim``, ``squeeze_dim``,
 ``reshape_dim``, ``flatten_dims``, ``view`` / ``reinterpret_cast`` (dtype reinterpretation): the result shares
@@ -130,7 +130,8 @@ def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
 
 
 class _ViewStrides:
-    """``strides`` of a View (a Tensor keeps its own layout strides in its instance attributes)."""
+    """``strides`` of a tensor or view in elements, one per dimension (on-chip, the partition dim's stride is the
+    storage's elements per partition; the internal byte layout, ``Tensor._strides``, keeps 0 there)."""
 
     def __get__(self, obj, owner=None):
         if obj is None:
@@ -145,9 +146,14 @@ def _pattern(x) -> list[tuple[int, int]]:
         raise KernelError("err_unsupported_view", f"access pattern of the index-expression access {v!r}",
                           "query a slice of the tensor instead")
     out = []
+    # on-chip tensors: the partition dim's stride is the storage's elements per partition (nki-language-guide:
+    # "the partition stride ... must be equal to the storage's free-dim element count"); internally a
+    # partition adds no byte offset, so the layout keeps 0 there
+    pd = t.pdim if t.buffer != "hbm" else -1
     for k, r in enumerate(v.ranges):
         if r[0] == "r":
-            out.append((t.strides[k] * r[2], r[3]))
+            st = t.bytes_per_partition // t.itemsize if k == pd else t._strides[k]
+            out.append((st * r[2], r[3]))
     return out
 
 
@@ -168,8 +174,8 @@ class NkiTensorMethods:
         """Element offset of the first element in the tensor's storage (free dimensions for on-chip tensors)."""
         v = _view_of(self)
         if v.adv is not None:
-            return int(sum(s * lo for s, (lo, _) in zip(v.tensor.strides, v.dim_bounds())))
-        return int(sum(v.tensor.strides[k] * r[1] for k, r in enumerate(v.ranges)))
+            return int(sum(s * lo for s, (lo, _) in zip(v.tensor._strides, v.dim_bounds())))
+        return int(sum(v.tensor._strides[k] * r[1] for k, r in enumerate(v.ranges)))
 
     def get_pattern(self) -> list[list[int]]:
         """The access pattern ``[[stride, count], ...]``, one pair per dimension (strides in elements)."""

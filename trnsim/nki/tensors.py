@@ -358,7 +358,7 @@ class Tensor(NkiTensorMethods):
         lay = _LAYOUTS.get((shape, pdim, hbm))
         if lay is None:
             lay = _layout(shape, pdim, hbm)
-        self.strides, elems, self.partitions, self._full_ranges, self._pfirst_full = lay
+        self._strides, elems, self.partitions, self._full_ranges, self._pfirst_full = lay
         self.bytes_per_partition = elems * isz
 
     # numpy-like metadata
@@ -702,7 +702,7 @@ class View(NkiTensorMethods):
             lo = hi = 0
             p0 = p1 = 0
             pd = t.pdim if t.buffer != "hbm" else -1
-            strides = t.strides
+            strides = t._strides
             for k, r in enumerate(self.ranges):
                 if r[0] == "i":
                     a = b = r[1]
@@ -724,8 +724,8 @@ class View(NkiTensorMethods):
             if 0 in self.shape:
                 self._reg = (0, 0, 0, 0)
                 return self._reg
-            lo = sum(s * x[0] for s, x in zip(t.strides, b_))
-            hi = sum(s * x[1] for s, x in zip(t.strides, b_))
+            lo = sum(s * x[0] for s, x in zip(t._strides, b_))
+            hi = sum(s * x[1] for s, x in zip(t._strides, b_))
             p0, p1 = b_[t.pdim] if t.buffer != "hbm" else (0, 0)
         isz = t.itemsize
         if t.buffer == "hbm":
