@@ -173,7 +173,7 @@ def _read_all(views):
     return [np.array(read(v, raw=True), copy=True) for v in views]
 
 
-def _as32(a: np.ndarray, dname: str) -> np.ndarray:
+def _reduce_values(a: np.ndarray) -> np.ndarray:
     """The values a collective reduces: integers exactly (int64, written back with the destination's integer
     wrap-around), floats in float32."""
     if a.dtype.kind in "iu":
@@ -289,7 +289,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority: Optional[int] = None, na
         for i in range(k):
             acc = None
             for m in members:
-                x = _as32(arr[m].payload[i], "")
+                x = _reduce_values(arr[m].payload[i])
                 acc = x.copy() if acc is None else _REDUCE_OPS[opn](acc, x)
             red.append(acc)
         for m in members:
@@ -379,7 +379,7 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim: int, op, priority:
             for i in range(k):
                 acc = None
                 for j in members:
-                    chunk = np.array_split(_as32(arr[j].payload[i], ""), n, axis=0)[pos]
+                    chunk = np.array_split(_reduce_values(arr[j].payload[i]), n, axis=0)[pos]
                     acc = chunk.copy() if acc is None else _REDUCE_OPS[opn](acc, chunk)
                 out.append(acc)
             arr[m].result = out
@@ -628,7 +628,7 @@ def _ring(api, srcs_list, dsts_by_channel, replica_group, channel_ids, op=None):
     opn = _reduce_op(op, api) if op is not None else None
     payload = None
     if current().numerics:
-        vals = [[_as32(read(s, raw=True), "") for s in ss] for ss in src_sets]
+        vals = [[_reduce_values(read(s, raw=True)) for s in ss] for ss in src_sets]
         if opn is None:
             payload = [np.array(read(s, raw=True), copy=True) for s in src_sets[0]]
         else:

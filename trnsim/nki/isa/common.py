@@ -44,10 +44,17 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"number of partitions {v.shape[0] if v.shape else 0} exceed architecture limitation of "
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(v.shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
-    if type(base) is View and t.buffer != "hbm" and (base.adv is not None or base.ranges is not t._full_ranges) \
-            and base.runtime_index is None and not getattr(base, "inb", False):
-        check_bounds(base, None)      # an on-chip slice past the tile's end (HBM accesses are checked by the DMA)
+    _check_onchip_bounds(base)
     return v
+
+
+def _check_onchip_bounds(v) -> None:
+    """err_tensor_access_out_of_bound for an on-chip slice past the tile's end (HBM accesses are checked by the
+    DMA; full views, views the fast slicing path built and runtime-indexed views need no check)."""
+    t = v.tensor
+    if type(v) is View and t.buffer != "hbm" and (v.adv is not None or v.ranges is not t._full_ranges) \
+            and v.runtime_index is None and not getattr(v, "inb", False):
+        check_bounds(v, None)
 
 
 def _pmax() -> int:
@@ -81,9 +88,7 @@ def out_tile(shape, dtype_name: str, buffer: str, api: str, dst=None, *, allowed
             raise KernelError("err_expected_tile", f"operand 'dst' of '{api}' must be a tile, got {type(dst).__name__}",
                               "pass a tile allocated with nl.ndarray(shape, dtype, buffer=nl.sbuf)")
         d = as_view(dst)
-        if type(d) is View and d.tensor.buffer != "hbm" and (d.adv is not None or d.ranges is not d.tensor._full_ranges) \
-                and d.runtime_index is None and not getattr(d, "inb", False):
-            check_bounds(d, None)
+        _check_onchip_bounds(d)
         if isinstance(d, Broadcast):
             raise KernelError("err_unsupported_assignment", "cannot write into a broadcast view", "write into a tile")
         if d.tensor.buffer not in allowed:

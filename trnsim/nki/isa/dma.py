@@ -19,13 +19,17 @@ def _squeezed(shape) -> tuple:
     return tuple(int(x) for x in shape if x != 1)
 
 
+def check_oob_mode(oob_mode, api: str) -> None:
+    if oob_mode not in ("error", "skip"):
+        raise KernelError("err_invalid_arguments", f"oob_mode={oob_mode!r} of '{api}'",
+                          "pass nisa.oob_mode.error or nisa.oob_mode.skip")
+
+
 def _oob_rows_mask(d: View, s: View, oob_mode: str, api: str) -> np.ndarray | None:
     """Runtime-indexed accesses (View.runtime_index): rows whose index leaves the tensor raise with
     ``oob_mode="error"`` (the default) and are skipped with ``oob_mode="skip"`` (nki.isa dma_copy). Returns the
     rows to copy as a boolean mask over ``d.shape`` (None: copy everything)."""
-    if oob_mode not in ("error", "skip"):
-        raise KernelError("err_invalid_arguments", f"oob_mode={oob_mode!r} of '{api}'",
-                          "pass nisa.oob_mode.error or nisa.oob_mode.skip")
+    check_oob_mode(oob_mode, api)
     bad: set[int] = set()
     for v, arg in ((s, "src"), (d, "dst")):
         ind = getattr(v, "runtime_index", None)

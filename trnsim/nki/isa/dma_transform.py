@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
-from trnsim.nki.isa.dma import _index_reads, _oob_rows_mask, _write_selected
+from trnsim.nki.isa.dma import _index_reads, _oob_rows_mask, _write_selected, check_oob_mode
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.enums import dge_mode as _dge, oob_mode as _oob
 from trnsim.nki.isa.ops import op_name
@@ -189,14 +189,13 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
                               + ("" if any(x.tensor is d.tensor for x in ss) else ", none of them dst") + ")",
                               "pass srcs=[dst_view, data] (scatter) or srcs=[table.ap(..., vector_offset=idx), dst] "
                               "(gather)")
+    check_oob_mode(oob_mode, api)
     keep = None
     for s in ss:
         if getattr(s, "runtime_index", None) is not None or getattr(d, "runtime_index", None) is not None:
             k = _oob_rows_mask(d, s, oob_mode, api)
             if k is not None:
                 keep = k if keep is None else (keep & k)
-    if oob_mode not in (_oob.error, _oob.skip):
-        _oob_rows_mask(d, d, oob_mode, api)       # names the valid modes
     if ctx.numerics:
         acc = np.zeros(n, dtype=np.float32)
         for s in ss:

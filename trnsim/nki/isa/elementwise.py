@@ -7,8 +7,9 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
-                                   result_of, scalar_or_vector, store_result, tile_arg)
-from trnsim.nki.isa.ops import ALU, BITVEC, INT_EXACT, UNARY_ALU, alu_name, bitvec, op_name
+                                   require_fp32_vector, result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa.ops import (ALU, BITVEC, INT_EXACT, UNARY_ALU, alu_name, bitvec, check_unary_operand,
+                                op_name)
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -75,7 +76,7 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
         elif int_exact:
             with np.errstate(all="ignore"):
                 r = INT_EXACT[name](read(a, raw=True).astype(np.int64), read(b, raw=True).astype(np.int64))
-            res = r.astype(np.int64).astype(dview.tensor.data.dtype) if r.dtype != bool else r.astype(np.float32)
+            res = r.astype(dview.tensor.data.dtype) if r.dtype != bool else r.astype(np.float32)
         else:
             with np.errstate(all="ignore"):
                 res = ALU[name](read(a), read(b)).astype(np.float32, copy=False)
@@ -118,13 +119,8 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     n0 = alu_name(op0)
     n1 = alu_name(op1) if op1 is not None else None
     nki06 = ctx.dialect != "beta1" and api == "tensor_scalar"
-    for n_, raw_, arg in ((n0, operand0, "operand0"), (n1, operand1, "operand1")):
-        if n_ in UNARY_ALU:
-            # "Must be None or 0 when op0 is a unary operator (e.g., nl.abs)"
-            if raw_ is not None and not (isinstance(raw_, (int, float, np.integer, np.floating)) and raw_ == 0):
-                raise KernelError("err_invalid_arguments",
-                                  f"{arg} of '{api}' must be None or 0 with the unary operator {n_}, got {raw_!r}",
-                                  f"pass {arg}=None (the operator takes no operand)")
+    check_unary_operand(n0, operand0, api, "operand0")
+    check_unary_operand(n1, operand1, api, "operand1")
     if nki06 and op1 is None and operand1 is not None:
         raise KernelError("err_invalid_arguments",
                           f"operand1={operand1!r} of nisa.tensor_scalar is given without op1: op1 and operand1 must "
@@ -159,13 +155,9 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
                           "op0=multiply with op1=add or None, and op0=add with op1=None",
                           "run it on the Vector Engine (engine=nisa.engine.vector or leave engine unset)")
     if nki06 and not bits:
-        for o, vec, arg in ((o0, vec0, "operand0"), (o1, vec1, "operand1")):
-            if vec and o.tensor.dtype_name != "float32":
-                # arithmetic operators: "the operand0 and operand1 (if used) must be float32" (nki.isa.tensor_scalar)
-                raise KernelError("err_unsupported_dtype",
-                                  f"{arg} of nisa.tensor_scalar is a {o.tensor.dtype_name} [P, 1] tile; with the "
-                                  f"arithmetic operator {n0 if arg == 'operand0' else n1} it must be float32",
-                                  f"keep {arg} in an nl.float32 tile (nisa.tensor_copy casts it)")
+        # arithmetic operators: "the operand0 and operand1 (if used) must be float32" (nki.isa.tensor_scalar)
+        require_fp32_vector(o0, vec0, api, "operand0")
+        require_fp32_vector(o1, vec1, api, "operand1")
     if bits and nki06:
         # "If bitvec operators are used, the tensor_scalar instruction must run on Vector Engine. Also, the
         # input/output data types must be integer types" (nki.isa.tensor_scalar)

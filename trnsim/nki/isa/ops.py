@@ -126,6 +126,15 @@ def bitvec(name: str, a: np.ndarray, b) -> np.ndarray:
     return r.view(a.dtype) if a.dtype.kind == "i" else r
 
 
+def check_unary_operand(name: str, operand: Any, api: str, arg: str) -> None:
+    """A unary ALU operator takes no operand: ``operand`` "Must be None or 0 when op0 is a unary operator"."""
+    if name in UNARY_ALU and operand is not None and \
+            not (isinstance(operand, (int, float, np.integer, np.floating)) and operand == 0):
+        raise KernelError("err_invalid_arguments",
+                          f"{arg} of '{api}' must be None or 0 with the unary operator {name}, got {operand!r}",
+                          f"pass {arg}=None (the operator takes no operand)")
+
+
 def alu_name(op: Any) -> str:
     """Canonical name of an ``op0`` / ``op1`` argument: a binary ALU op or an arithmetic unary one (UNARY_ALU)."""
     name = op if isinstance(op, str) else (getattr(op, "_nki_op", None) or _NP_NAMES.get(op))

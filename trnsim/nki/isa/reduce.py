@@ -8,11 +8,11 @@ import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
-                                   result_of, scalar_or_vector, store_result, tile_arg)
+                                   require_fp32_vector, result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki import dtypes as dt
-from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, UNARY_ALU, alu_name, op_name
+from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, UNARY_ALU, alu_name, check_unary_operand, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -236,9 +236,7 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
                           "reduces with add, multiply, max or min", "pass reduce_op=nl.add, nl.multiply, nl.max or "
                           "nl.min")
     if n0 in UNARY_ALU:
-        if operand0 is not None and not (isinstance(operand0, (int, float, np.integer, np.floating)) and operand0 == 0):
-            raise KernelError("err_invalid_arguments", f"operand0 of '{api}' must be None or 0 with the unary "
-                              f"operator {n0}, got {operand0!r}", "pass operand0=None")
+        check_unary_operand(n0, operand0, api, "operand0")
         operand0 = None
     o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
     cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
@@ -250,9 +248,7 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
                           "pass reduce_init=<number or [P, 1] float32 tile>")
     init_v, init_vec = scalar_or_vector(reduce_init, P, api, "reduce_init", reads) if reduce_init is not None \
         else (None, False)
-    if init_vec and init_v.tensor.dtype_name != "float32":
-        raise KernelError("err_unsupported_dtype", f"reduce_init of '{api}' is a {init_v.tensor.dtype_name} tile; it "
-                          "must be float32", "keep reduce_init in an nl.float32 [P, 1] tile (or pass a number)")
+    require_fp32_vector(init_v, init_vec, api, "reduce_init")
     rv = None
     if reduce_res is not None:
         rv = as_view(reduce_res)

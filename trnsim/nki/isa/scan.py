@@ -7,7 +7,7 @@ import numpy as np
 from trnsim.nki.context import current, read, write
 from trnsim.nki.isa import _accum
 from trnsim.nki.isa._result import done, dst_or_new
-from trnsim.nki.isa.common import free_size, scalar_or_vector, tile_arg
+from trnsim.nki.isa.common import free_size, require_fp32_vector, scalar_or_vector, tile_arg
 from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import BITVEC, ALU, op_name
 from trnsim.nki.dtypes import dtype_name as _dtname
@@ -49,11 +49,9 @@ def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, 
     reads = [s]
     i0, v0 = scalar_or_vector(imm0, P, api, "imm0", reads)
     i1, v1 = scalar_or_vector(imm1, P, api, "imm1", reads) if imm1 is not None else (None, False)
-    for iv, isvec, arg in ((i0, v0, "imm0"), (i1, v1, "imm1")):
-        if isvec and iv.tensor.dtype_name != "float32":
-            # imm0 / imm1 "Must be FP32 datatype" (nki.isa.tensor_scalar_cumulative)
-            raise KernelError("err_unsupported_dtype", f"{arg} of '{api}' is a {iv.tensor.dtype_name} tile; it must "
-                              "be float32", f"keep {arg} in an nl.float32 [P, 1] tile (or pass a Python number)")
+    # imm0 / imm1 "Must be FP32 datatype" (nki.isa.tensor_scalar_cumulative)
+    require_fp32_vector(i0, v0, api, "imm0")
+    require_fp32_vector(i1, v1, api, "imm1")
     if cmd == _rc.load_reduce and imm1 is None:
         raise KernelError("err_invalid_arguments", f"'{api}' with reduce_cmd.load_reduce needs imm1 (the initial "
                           "accumulator value)", "pass imm1=<number or [P, 1] tile>")
