@@ -1,5 +1,7 @@
 """trnsim.perf prices nki.collectives records with trnsim.cluster.cost_collective (the same collective model
 the training and serving estimators use)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,6 @@ import trnsim.nki.collectives as ncc
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
 from trnsim.cluster import cost_collective
-from trnsim.nki.trace import Instruction
 from trnsim.perf import CostModelError, profile_ranks, profile_trace, schedule
 from trnsim.perf.collective import COLLECTIVE_OPS, collective_cost
 
@@ -110,7 +111,7 @@ def test_unknown_collective_opcode_is_a_clear_error():
     tr = _traces(4, (128, 64))[0]
     i = next(k for k, ins in enumerate(tr.instructions) if ins.engine == "collective")
     bad = tr.instructions[i]
-    tr.instructions[i] = Instruction(**{**bad.__dict__, "opcode": "all_shuffle"})
+    tr.instructions[i] = dataclasses.replace(bad, opcode="all_shuffle")
     with pytest.raises(CostModelError, match="all_shuffle.*known collectives: .*all_reduce"):
         schedule(tr)
     assert "all_shuffle" not in COLLECTIVE_OPS
@@ -119,7 +120,7 @@ def test_unknown_collective_opcode_is_a_clear_error():
 def test_record_without_group_size_is_a_clear_error():
     tr = _traces(4, (128, 64))[0]
     ins = next(x for x in tr.instructions if x.engine == "collective")
-    stripped = Instruction(**{**ins.__dict__, "attrs": {"op": "add"}})
+    stripped = dataclasses.replace(ins, attrs={"op": "add"})
     with pytest.raises(CostModelError, match="bytes_per_rank.*trace_ranks"):
         collective_cost(stripped, "trn1")
 

@@ -40,7 +40,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.rules import KernelError, fmt_shape, limits_for, short_location, user_location
 from trnsim.nki.tensors import Broadcast, Tensor, View
-from trnsim.nki.trace import (Instruction, Operand, Region, Trace, make_allocation, make_instruction, make_operand,
+from trnsim.nki.trace import (Allocation, Instruction, Operand, Region, Trace, make_allocation, make_instruction, make_operand,
                               make_region)
 
 _CURRENT: "Context | None" = None
@@ -111,17 +111,6 @@ class NoReorderBlock:
 
 
 
-class _AllocRec:
-    """Bookkeeping of one allocation: ``info`` = (alloc_id, name, buffer, shape, dtype, bytes_per_partition,
-    partitions, is_kernel_io) and the first/last instruction that accessed it (-1 if none)."""
-    __slots__ = ("info", "first_use", "last_use")
-
-    def __init__(self, info: tuple):
-        self.info = info
-        self.first_use = -1
-        self.last_use = -1
-
-
 class Context:
     """State of one kernel trace (all SPMD instances)."""
 
@@ -132,7 +121,7 @@ class Context:
         self.numerics = numerics
         self.grid = grid
         self.instructions: list[Instruction] = []
-        self.allocs: list[_AllocRec] = []
+        self.allocs: list[Allocation] = []   # by alloc_id; first_use / last_use kept up to date by emit
         self.writes: dict[int, list] = {}
         self.reads: dict[int, list] = {}
         self.scopes: list[list] = [[]]
@@ -180,7 +169,8 @@ class Context:
     def new_alloc(self, name: str, buffer: str, shape, dtype_name: str, bpp: int, partitions: int,
                   is_io: bool) -> int:
         aid = len(self.allocs)
-        self.allocs.append(_AllocRec((aid, name, buffer, tuple(shape), dtype_name, bpp, partitions, is_io)))
+        self.allocs.append(make_allocation(aid, name, buffer, tuple(shape), dtype_name, bpp, partitions, -1, -1,
+                                           is_io))
         return aid
 
     def _tile_spec(self, shape, dtype_name: str, buffer: str, pdim: int, name: str, api: str):
@@ -265,8 +255,8 @@ class Context:
         allocs = self.allocs
         aid = d["alloc_id"] = len(allocs)
         bpp = template["bytes_per_partition"]
-        allocs.append(_AllocRec((aid, name, buffer, shape, dtype_name, bpp, template["partitions"],
-                                 kind in ("input", "output", "shared"))))
+        allocs.append(make_allocation(aid, name, buffer, shape, dtype_name, bpp, template["partitions"], -1, -1,
+                                      kind in ("input", "output", "shared")))
         if copies is not None:
             # explicitly placed (nki.compiler mod_alloc): the kernel manages that memory itself; its range is
             # checked against the target where the placement is recorded, not charged to the compiler's pool
@@ -751,12 +741,10 @@ class Context:
     def trace(self) -> Trace:
         if self.peak_pending >= 0:
             self.peak_pending = -1
-        allocs = []
-        for a in self.allocs:
-            i = a.info
-            if a.first_use >= 0 or i[7]:
-                allocs.append(make_allocation(i[0], i[1], i[2], i[3], i[4], i[5], i[6], a.first_use, a.last_use,
-                                              i[7], self.placements.get(i[0])))
+        for aid, place in self.placements.items():
+            self.allocs[aid].placement = place
+        # the records the tracer kept up to date, of the allocations an instruction used (and all kernel I/O)
+        allocs = [a for a in self.allocs if a.first_use >= 0 or a.is_kernel_io]
         return Trace(self.kernel_name, self.target, self.instructions, allocs, self.grid, self.numerics,
                      self.peak_sbuf_bytes, self.peak_psum_banks, self.lnc, dict(self.directives))
 

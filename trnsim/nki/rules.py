@@ -76,22 +76,24 @@ def short_location(skip: int = 0) -> str | None:
         f = sys._getframe(1)
     pkg = _INTERNAL_DIRS
     while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(pkg):
+        code = f.f_code
+        if not code.co_filename.startswith(pkg):
             break
         f = f.f_back
     else:
         return None
-    key = (fn, f.f_lineno)
-    loc = _SHORT.get(key)
-    if loc is None:
+    # keyed by the code object's id and the bytecode offset (cheap; f_lineno decodes the line table); the entry
+    # holds the code object, so the id cannot be reused while the entry exists
+    key = (id(code), f.f_lasti)
+    hit = _SHORT.get(key)
+    if hit is None:
         if len(_SHORT) > 65536:
             _SHORT.clear()
-        loc = _SHORT[key] = f"{os.path.basename(fn)}:{key[1]}"
-    return loc
+        hit = _SHORT[key] = (f"{os.path.basename(code.co_filename)}:{f.f_lineno}", code)
+    return hit[0]
 
 
-_SHORT: dict[tuple[str, int], str] = {}   # (filename, line) -> "basename:line" (shared strings in the trace)
+_SHORT: dict[tuple[int, int], tuple] = {}   # (id(code), f_lasti) -> ("basename:line", code): shared strings
 
 
 @dataclass(frozen=True)

@@ -400,11 +400,10 @@ class Tensor(NkiTensorMethods):
         if key is Ellipsis:
             return self.full_view()
         if type(key) is tuple and len(key) == len(self.shape):
-            fast = _fast_basic(key, self.shape)   # same result as _index's fast path, without the full view
-            if fast is not None and (DIALECT.beta1 or all(r[0] == "r" for r in fast)
-                                     or (self.buffer == "hbm" and any(r[0] == "r" for r in fast))):
-                v = View(self, fast, None)   # (on-chip integer indices of NKI 0.6 keep dims: see _index)
-                v.inb = True                 # inside the tensor by construction (_fast_basic)
+            # same result as _index's fast path, without the full view; NKI 0.6 integer indices take _index's
+            # path on chip (they keep dims there) and on HBM when every dim is an integer (the result is >= 1-D)
+            v = _fast_view(self, key, DIALECT.beta1)
+            if v is not None:
                 return v
         return self.full_view()[key]
 
@@ -1150,10 +1149,14 @@ def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
                        f"index range [{lo}, {hi}] exceed dimension size of {size}", fix)
 
 
-def _fast_basic(key: tuple, shape: tuple):
-    """Ranges for the common subscript of a whole tensor by ints and unit-step slices (None if not that)."""
-    out = []
-    for k, s in zip(key, shape):
+def _fast_view(t: Tensor, key: tuple, any_ints: bool = True) -> View | None:
+    """The View of ``t[key]`` for the common subscript of a whole tensor by ints and unit-step slices, built in
+    one pass (None if the key is not that). It is inside the tensor by construction (``inb``). ``any_ints``
+    False: None when an integer index needs the general path (on chip any, on HBM all dims integers)."""
+    ranges = []
+    vshape = []
+    first_range = -1
+    for d, (k, s) in enumerate(zip(key, t.shape)):
         tk = type(k)
         if tk is slice:
             if k.step is not None and k.step != 1:
@@ -1162,14 +1165,34 @@ def _fast_basic(key: tuple, shape: tuple):
             b = s if k.stop is None else k.stop
             if type(a) is not int or type(b) is not int or a < 0 or b < 0 or b > s:
                 return None     # (a stop past the end takes the general path; fast views are in bounds)
-            out.append(("r", a, 1, b - a if b > a else 0))
+            n = b - a if b > a else 0
+            ranges.append(("r", a, 1, n))
+            vshape.append(n)
+            if first_range < 0:
+                first_range = d
         elif tk is int:
             if not 0 <= k < s:
                 return None
-            out.append(("i", k))
+            ranges.append(("i", k))
         else:
             return None
-    return tuple(out)
+    hbm = t.buffer == "hbm"
+    if not any_ints and len(vshape) < len(ranges) and (not hbm or not vshape):
+        return None
+    v = _new_view(View)
+    v.tensor = t
+    v.ranges = tuple(ranges)
+    v.adv = None
+    v.shape = tuple(vshape)
+    v._npkey = None
+    v._op = None
+    v._reg = None
+    # on chip the partition dim must be the first non-integer dim (as View.__init__)
+    v.pfirst = True if hbm or first_range < 0 else first_range == t.pdim
+    v.ap_run = None
+    v.runtime_index = None
+    v.inb = True
+    return v
 
 
 def _keep_two_dims(key: tuple, shape: tuple) -> tuple:
@@ -1220,10 +1243,8 @@ def _index(view: View, key) -> View:
         if 0 <= k < view.shape[-1]:
             key = key[:-1] + (slice(k, k + 1),)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
-        fast = _fast_basic(key, t.shape)
-        if fast is not None:
-            v = View(t, fast, None)
-            v.inb = True                     # inside the tensor by construction (_fast_basic)
+        v = _fast_view(t, key)
+        if v is not None:
             return v
     # expand Ellipsis
     if any(k is Ellipsis for k in key):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Region:
     """The memory an operand touches, for dependency tracking and occupancy."""
     buffer: str                  # "sbuf" | "psum" | "hbm"
@@ -19,7 +19,7 @@ class Region:
     byte_stop: int               # exclusive
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Operand:
     name: str                    # user-visible tensor name or ""
     buffer: str                  # "sbuf" | "psum" | "hbm"
@@ -30,9 +30,10 @@ class Operand:
     contiguous_bytes: int        # bytes of the innermost contiguous run per partition
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Allocation:
-    """One tensor allocation (kernel I/O in HBM, or an on-chip SBUF/PSUM buffer)."""
+    """One tensor allocation (kernel I/O in HBM, or an on-chip SBUF/PSUM buffer). The tracer fills in
+    ``first_use`` / ``last_use`` as instructions access it (the record is its bookkeeping while tracing)."""
     alloc_id: int
     name: str
     buffer: str                  # "sbuf" | "psum" | "hbm"
@@ -48,7 +49,7 @@ class Allocation:
     placement: dict | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     index: int
     opcode: str
@@ -95,55 +96,93 @@ class Trace:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Fast constructors for the tracer's hot path. They build exactly the same dataclass instances as the
-# generated ``__init__`` (same fields, equality, hash and repr; frozen records stay frozen) but set the
-# instance ``__dict__`` in one step instead of one ``object.__setattr__`` call per field, which makes
-# tracing of tens of thousands of instructions several times cheaper. Field order must match the
-# dataclass definitions above (checked in tests/test_bench_nki.py).
+# Fast constructors for the tracer's hot path. The records are slotted dataclasses (a few dozen bytes each
+# instead of an instance dict: a 100k-instruction trace is several hundred thousand of them, and their memory
+# was a quarter of the tracing time). The constructors below build exactly the same instances as the
+# generated ``__init__`` (same fields, equality, hash and repr; frozen records stay frozen: their ``__setattr__``
+# still refuses): the frozen ones store each field through its slot descriptor, skipping the frozen-dataclass
+# ``object.__setattr__`` call per field, the others use plain stores. Field order must match the dataclass definitions above (checked in
+# tests/test_bench_nki.py).
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setters(cls, names: tuple[str, ...]) -> tuple:
+    """The ``__set__`` of each named slot descriptor of ``cls`` (in ``names`` order)."""
+    return tuple(cls.__dict__[n].__set__ for n in names)
+
+
+_R_BUF, _R_AID, _R_P0, _R_NP, _R_B0, _R_B1 = _slot_setters(
+    Region, ("buffer", "alloc_id", "partition_start", "partitions", "byte_start", "byte_stop"))
+_O_NAME, _O_BUF, _O_SHAPE, _O_DT, _O_ITEM, _O_REG, _O_CONTIG = _slot_setters(
+    Operand, ("name", "buffer", "shape", "dtype", "itemsize", "region", "contiguous_bytes"))
 
 
 def make_region(buffer: str, alloc_id: int, partition_start: int, partitions: int, byte_start: int,
                 byte_stop: int) -> Region:
-    """``Region(...)`` without the frozen-dataclass per-field ``__setattr__`` cost."""
+    """``Region(...)`` without the frozen-dataclass per-field ``object.__setattr__`` cost."""
     r = _new(Region)
-    _set(r, "__dict__", {"buffer": buffer, "alloc_id": alloc_id, "partition_start": partition_start,
-                         "partitions": partitions, "byte_start": byte_start, "byte_stop": byte_stop})
+    _R_BUF(r, buffer)
+    _R_AID(r, alloc_id)
+    _R_P0(r, partition_start)
+    _R_NP(r, partitions)
+    _R_B0(r, byte_start)
+    _R_B1(r, byte_stop)
     return r
 
 
 def make_operand(name: str, buffer: str, shape: tuple, dtype: str, itemsize: int, region: Region,
                  contiguous_bytes: int) -> Operand:
-    """``Operand(...)`` without the frozen-dataclass per-field ``__setattr__`` cost."""
+    """``Operand(...)`` without the frozen-dataclass per-field ``object.__setattr__`` cost."""
     o = _new(Operand)
-    _set(o, "__dict__", {"name": name, "buffer": buffer, "shape": shape, "dtype": dtype, "itemsize": itemsize,
-                         "region": region, "contiguous_bytes": contiguous_bytes})
+    _O_NAME(o, name)
+    _O_BUF(o, buffer)
+    _O_SHAPE(o, shape)
+    _O_DT(o, dtype)
+    _O_ITEM(o, itemsize)
+    _O_REG(o, region)
+    _O_CONTIG(o, contiguous_bytes)
     return o
 
 
 def make_allocation(alloc_id: int, name: str, buffer: str, shape: tuple, dtype: str, bytes_per_partition: int,
                     partitions: int, first_use: int, last_use: int, is_kernel_io: bool,
                     placement: dict | None = None) -> Allocation:
-    """``Allocation(...)`` without the frozen-dataclass per-field ``__setattr__`` cost."""
+    """``Allocation(...)`` with plain slot stores (no generated ``__init__`` call)."""
     a = _new(Allocation)
-    _set(a, "__dict__", {"alloc_id": alloc_id, "name": name, "buffer": buffer, "shape": shape, "dtype": dtype,
-                         "bytes_per_partition": bytes_per_partition, "partitions": partitions,
-                         "first_use": first_use, "last_use": last_use, "is_kernel_io": is_kernel_io,
-                         "placement": placement})
+    a.alloc_id = alloc_id
+    a.name = name
+    a.buffer = buffer
+    a.shape = shape
+    a.dtype = dtype
+    a.bytes_per_partition = bytes_per_partition
+    a.partitions = partitions
+    a.first_use = first_use
+    a.last_use = last_use
+    a.is_kernel_io = is_kernel_io
+    a.placement = placement
     return a
 
 
 def make_instruction(index: int, opcode: str, engine: str, reads: tuple, writes: tuple, attrs: dict, flops: int,
                      bytes_moved: int, deps: tuple, free_elements: int, partitions: int, source_line: str | None,
                      program_id: tuple = (), core: int = 0) -> Instruction:
-    """``Instruction(...)`` with one ``__dict__`` assignment instead of 13 attribute stores."""
+    """``Instruction(...)`` with plain slot stores (no generated ``__init__`` call)."""
     i = _new(Instruction)
-    i.__dict__ = {"index": index, "opcode": opcode, "engine": engine, "reads": reads, "writes": writes,
-                  "attrs": attrs, "flops": flops, "bytes_moved": bytes_moved, "deps": deps,
-                  "free_elements": free_elements, "partitions": partitions, "source_line": source_line,
-                  "program_id": program_id, "core": core}
+    i.index = index
+    i.opcode = opcode
+    i.engine = engine
+    i.reads = reads
+    i.writes = writes
+    i.attrs = attrs
+    i.flops = flops
+    i.bytes_moved = bytes_moved
+    i.deps = deps
+    i.free_elements = free_elements
+    i.partitions = partitions
+    i.source_line = source_line
+    i.program_id = program_id
+    i.core = core
     return i
 
 

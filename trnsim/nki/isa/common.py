@@ -1,6 +1,7 @@
 """Helpers every instruction uses: operand validation, result tiles, storing results, trace bookkeeping."""
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 from typing import Any, Callable
@@ -224,39 +225,53 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     required = tuple(n for n, d in params if d is REQUIRED)
     nameset = frozenset(names) | {"dtype"}
 
-    def fn(*args, **kwargs):
-        if current().dialect == "beta1":
-            return beta1(*args, **kwargs)
+    def bind_slow(args, kwargs) -> None:
+        """Raise the KernelError for a call the generated binder refused (wrong count, unknown or repeated name)."""
         if len(args) > len(names):
             raise KernelError("err_invalid_arguments", f"nisa.{api} takes at most {len(names)} arguments "
                               f"({', '.join(names)}), got {len(args)}",
                               f"call nisa.{api}({', '.join(required)}, ...)")
-        bound = dict(defaults)
-        if args:
-            bound.update(zip(names, args))
-        out_dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else None
-        if kwargs:
-            if not nameset.issuperset(kwargs):
-                k = next(k for k in kwargs if k not in nameset)
-                hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
-                raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
-            if args and not set(kwargs).isdisjoint(names[:len(args)]):
-                k = next(k for k in kwargs if k in names[:len(args)])
-                raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
-            bound.update(kwargs)
-        for n in required:
-            if n not in bound:
-                raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
-                                  f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
-                                  "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
-                                  "value-returning calls run under import trnsim.neuronxcc.nki")
-        if out_dtype is not None and "dst" in bound and is_tile(bound["dst"]):
-            want, have = dtype_arg(out_dtype, api), as_view(bound["dst"]).tensor.dtype_name
+        if not nameset.issuperset(kwargs):
+            k = next(k for k in kwargs if k not in nameset)
+            hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
+            raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
+        k = next(k for k in kwargs if k in names[:len(args)])
+        raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
+
+    def missing(bound: dict) -> None:
+        n = next(n for n in required if bound[n] is REQUIRED)
+        raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
+                          f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
+                          "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
+                          "value-returning calls run under import trnsim.neuronxcc.nki")
+
+    # The binder is a generated function with the NKI 0.6 signature (plus the removed dtype=, checked below), so
+    # Python itself binds positional and keyword arguments: it returns them as a tuple in ``names`` order.
+    namespace = {"_R": REQUIRED, "_missing": missing, "_defaults": defaults}
+    params_src = ", ".join(f"{n}=_R" if n in required else f"{n}=_defaults[{n!r}]" for n in names)
+    body = f"    if {' or '.join(f'{n} is _R' for n in required)}:\n        _missing(locals())\n" if required else ""
+    exec(f"def _bind({params_src}, dtype=None):\n{body}    return ({', '.join(names)},), dtype\n", namespace)
+    binder = namespace["_bind"]
+    dst_at = names.index("dst") if "dst" in names else None
+    sig = inspect.signature(nki06)
+    if list(sig.parameters) != names:   # nki06 is called positionally, in ``names`` order
+        raise TypeError(f"two_forms({api!r}): {nki06.__name__} parameters {list(sig.parameters)} != {names}")
+
+    def fn(*args, **kwargs):
+        if current().dialect == "beta1":
+            return beta1(*args, **kwargs)
+        try:
+            values, out_dtype = binder(*args, **kwargs)
+        except TypeError:
+            bind_slow(args, kwargs)
+            raise
+        if out_dtype is not None and dst_at is not None and is_tile(values[dst_at]):
+            want, have = dtype_arg(out_dtype, api), as_view(values[dst_at]).tensor.dtype_name
             if want != have:
                 raise KernelError("err_invalid_arguments",
                                   f"nisa.{api}(dtype={want}) differs from dst's dtype {have}: NKI 0.6 instructions "
                                   "write dst's dtype", _HINTS["dtype"])
-        return nki06(**bound)
+        return nki06(*values)
 
     fn.__name__ = api
     fn.__qualname__ = api
