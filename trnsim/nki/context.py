@@ -246,8 +246,8 @@ class Context:
             self._flush_peak()
         # same attributes as Tensor(self, shape, dtype_name, buffer, name, pdim=pdim, kind=kind), from the template
         t = _new_tensor(Tensor)
-        d = t.__dict__
-        d.update(template)
+        d = template.copy()   # (a dict clone: one allocation, no resizing as keys are added)
+        t.__dict__ = d
         d["ctx"] = self
         d["name"] = name
         d["kind"] = kind
@@ -434,21 +434,30 @@ class Context:
                     if op is not None:
                         v._op = op
                         return op
+        if cache is None and v.adv is None and t._full_geom is not None:
+            return self.full_operand(t, v)
         buf = t.buffer
-        geom = t._full_geom if cache is None and v.adv is None else None
-        if geom is not None:   # full view of a tensor made by new_tensor: geometry memoised per tile spec
-            op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
-                              make_region(buf, t.alloc_id, geom[0], geom[1], geom[2], geom[3]), geom[4])
-        else:
-            reg = v._reg
-            p0, np_, b0, b1 = reg if reg is not None else v.region()
-            op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
-                              make_region(buf, t.alloc_id, p0, np_, b0, b1), v.contiguous_bytes())
+        reg = v._reg
+        p0, np_, b0, b1 = reg if reg is not None else v.region()
+        op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
+                          make_region(buf, t.alloc_id, p0, np_, b0, b1), v.contiguous_bytes())
         v._op = op
         if cache is not None:
             cache[ranges] = op
         elif v.adv is None:
             t._full_op = op
+        return op
+
+    def full_operand(self, t: Tensor, v: View | None = None) -> Operand:
+        """The trace Operand of the full view of ``t``, a tensor made by new_tensor (its geometry memoised per tile
+        spec in ``_full_geom``); cached as ``t._full_op`` (and on ``v``)."""
+        geom = t._full_geom
+        buf = t.buffer
+        op = make_operand(t.name, buf, t.shape, t.dtype_name, t.itemsize,
+                          make_region(buf, t.alloc_id, geom[0], geom[1], geom[2], geom[3]), geom[4])
+        t._full_op = op
+        if v is not None:
+            v._op = op
         return op
 
     def uninitialized_read(self, t: Tensor, opcode: str) -> None:
@@ -598,6 +607,73 @@ class Context:
         if self.directive_attrs:
             attrs.update(self.directive_attrs)
         instructions.append(ins)
+        return idx
+
+    def emit_fresh(self, opcode: str, engine: str, src: View, out: Tensor, attrs: dict, flops: int = 0,
+                   bytes_moved: int = 0, free_elements: int = 0, partitions: int = 0) -> int:
+        """``emit(opcode, engine, (src,), (out.full_view(),), ...)`` for an instruction that reads one view and
+        writes the whole of ``out``, a result tile no instruction has accessed yet (``nl.load``'s): the same
+        record, without the general write-side search (a fresh allocation has no earlier accesses to depend on
+        or to retire). Anything else takes ``emit``."""
+        oaid = out.alloc_id
+        wtab = self.writes
+        rtab = self.reads
+        if self.deferred or self.n_affine or type(src) is not View or out.alias is not None or \
+                out._full_geom is None or oaid in wtab or oaid in rtab or src.tensor.alias is not None:
+            return self.emit(opcode, engine, (src,), (out.full_view(),), attrs, flops, bytes_moved,
+                             free_elements, partitions)
+        instructions = self.instructions
+        idx = len(instructions)
+        if 0 <= self.peak_pending < idx:
+            self._flush_peak()
+        # the read (as in emit)
+        t = src.tensor
+        if not t.live:
+            self.check_live(t)
+        if not t.written and t.kind != "input":
+            self.uninitialized_read(t, opcode)
+        op = src._op
+        if op is None:
+            op = self.operand(src)
+        r = op.region
+        aid = r.alloc_id
+        p0 = r.partition_start
+        p1 = p0 + r.partitions
+        b0 = r.byte_start
+        b1 = r.byte_stop
+        deps = ()
+        wl = wtab.get(aid)
+        if wl:
+            found = {e[4] for e in wl if e[0] < p1 and p0 < e[1] and e[2] < b1 and b0 < e[3]}
+            deps = tuple(sorted(found))
+        rl = rtab.get(aid)
+        if rl is None:
+            rtab[aid] = [(p0, p1, b0, b1, idx)]
+        else:
+            rl.append((p0, p1, b0, b1, idx))
+        allocs = self.allocs
+        rec = allocs[aid]
+        if rec.first_use < 0:
+            rec.first_use = idx
+        rec.last_use = idx
+        # the write of the fresh tile: its first access
+        out.written = True
+        wop = out._full_op
+        if wop is None:
+            wop = self.full_operand(out)
+        g = out._full_geom
+        wtab[oaid] = [(g[0], g[0] + g[1], g[2], g[3], idx)]
+        rec = allocs[oaid]
+        rec.first_use = idx
+        rec.last_use = idx
+        loops = self.loops
+        if loops:
+            attrs["loop"] = loops[-1][0]
+        if self.directive_attrs:
+            attrs.update(self.directive_attrs)
+        instructions.append(make_instruction(idx, opcode, engine, (op,), (wop,), attrs, flops, bytes_moved, deps,
+                                             free_elements, partitions, short_location(2), self.program_id,
+                                             self.core))
         return idx
 
     def check_affine_write(self, v: View) -> None:

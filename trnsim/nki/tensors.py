@@ -1153,6 +1153,32 @@ def _fast_view(t: Tensor, key: tuple, any_ints: bool = True) -> View | None:
     """The View of ``t[key]`` for the common subscript of a whole tensor by ints and unit-step slices, built in
     one pass (None if the key is not that). It is inside the tensor by construction (``inb``). ``any_ints``
     False: None when an integer index needs the general path (on chip any, on HBM all dims integers)."""
+    if len(key) == 2:
+        # the most common subscript (x[a:b, c:d], x[:, c:d]) unrolled: no per-dim loop
+        k0, k1 = key
+        s0, s1 = t.shape
+        if type(k0) is slice and type(k1) is slice and k0.step is None and k1.step is None:
+            a0 = 0 if k0.start is None else k0.start
+            b0 = s0 if k0.stop is None else k0.stop
+            a1 = 0 if k1.start is None else k1.start
+            b1 = s1 if k1.stop is None else k1.stop
+            if type(a0) is int and type(b0) is int and type(a1) is int and type(b1) is int and \
+                    0 <= a0 and 0 <= b0 <= s0 and 0 <= a1 and 0 <= b1 <= s1:
+                n0 = b0 - a0 if b0 > a0 else 0
+                n1 = b1 - a1 if b1 > a1 else 0
+                v = _new_view(View)
+                v.tensor = t
+                v.ranges = (("r", a0, 1, n0), ("r", a1, 1, n1))
+                v.adv = None
+                v.shape = (n0, n1)
+                v._npkey = None
+                v._op = None
+                v._reg = None
+                v.pfirst = t.pdim == 0 or t.buffer == "hbm"
+                v.ap_run = None
+                v.runtime_index = None
+                v.inb = True
+                return v
     ranges = []
     vshape = []
     first_range = -1

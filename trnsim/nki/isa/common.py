@@ -22,10 +22,16 @@ def is_tile(x) -> bool:
 
 def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum")):
     """Validate a tile operand: an NKI tile, in an allowed buffer, partition dim first."""
-    if not is_tile(x):
-        raise KernelError("err_expected_tile", f"operand '{arg}' of '{api}' must be a tile, got {type(x).__name__}",
-                          "pass a tile produced by nl.load / nl.ndarray / an NKI op")
-    v = as_view(x)
+    tx = type(x)
+    if tx is View:
+        v = x
+    elif tx is Tensor:
+        v = x.full_view()
+    else:
+        if not is_tile(x):
+            raise KernelError("err_expected_tile", f"operand '{arg}' of '{api}' must be a tile, got "
+                              f"{type(x).__name__}", "pass a tile produced by nl.load / nl.ndarray / an NKI op")
+        v = as_view(x)
     t = v.tensor
     if t.buffer not in buffers:
         raise KernelError("err_unsupported_memory",
@@ -34,18 +40,20 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           "load HBM data into SBUF with nl.load first" if t.buffer == "hbm" else
                           ("copy the PSUM tile to SBUF first (nisa.tensor_copy, or nl.copy)" if t.buffer == "psum" else
                            "use a tile in the required buffer"))
-    base = v.view if isinstance(v, Broadcast) else v
+    base = v.view if type(v) is Broadcast else v
     if t.buffer != "hbm" and not base.pfirst:
         raise KernelError("err_failed_to_infer_tile_from_local_tensor",
                           f"operand '{arg}' of '{api}' ({base!r}) does not have the partition dimension first",
                           "index the block dimension(s) first, e.g. buf[i] or buf[i, :, :]")
-    if len(v.shape) < 1 or v.shape[0] > _pmax():
+    shape = v.shape
+    if not shape or shape[0] > _pmax():
         lim = current().limits.pmax
         raise KernelError("err_num_partition_exceed_arch_limit",
-                          f"number of partitions {v.shape[0] if v.shape else 0} exceed architecture limitation of "
-                          f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(v.shape)}; {current().target})",
+                          f"number of partitions {shape[0] if shape else 0} exceed architecture limitation of "
+                          f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
-    _check_onchip_bounds(base)
+    if base.adv is not None or base.ranges is not t._full_ranges:
+        _check_onchip_bounds(base)
     return v
 
 

@@ -47,11 +47,11 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
         for x in shape[1:]:
             free *= x
         nbytes = parts * free * st.itemsize
-        ctx.emit("dma_copy", "dma", (s,), (t.full_view(),),
-                 {"api": "load", "partitions": parts, "bytes_per_partition": nbytes // builtins.max(1, parts),
-                  "src": "hbm", "dst": "sbuf"}, 0, nbytes, free, parts)
+        ctx.last_out_index = ctx.emit_fresh(
+            "dma_copy", "dma", s, t, {"api": "load", "partitions": parts,
+                                      "bytes_per_partition": nbytes // builtins.max(1, parts), "src": "hbm",
+                                      "dst": "sbuf"}, 0, nbytes, free, parts)
         ctx.last_out = _weakref(t)
-        ctx.last_out_index = len(ctx.instructions) - 1
         ctx.last_vals = None
         return t
     _dmam._dma(t.full_view(), s, mask, "load")
