@@ -128,3 +128,29 @@ def test_fast_record_constructors_match_dataclasses():
         fast_op.name = "y"
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast_reg.byte_start = 1
+
+
+def test_dead_tiles_leave_the_dependency_tables():
+    """A tile nothing can reach any more drops its access records (the tables stay as small as the live tiles,
+    not as large as everything the kernel ever allocated)."""
+    import trnsim.nki as nki06
+    import trnsim.nki.language as nl06
+    import trnsim.nki.typing as nt06
+    from trnsim.nki.context import current
+
+    sizes = []
+
+    @nki06.jit
+    def kernel(x):
+        out = nl06.ndarray((128, 64), dtype=x.dtype, buffer=nl06.shared_hbm)
+        for i in nl06.sequential_range(32):
+            t = nl06.load(x[i * 128:(i + 1) * 128, :])
+            sizes.append(len(current().writes))
+        nl06.store(out, value=t)
+        return out
+
+    _, tr = nki06.trace_kernel(kernel, nt06.tensor[[4096, 64], nl06.float32], numerics=False)
+    assert len(sizes) == 32 and max(sizes) <= 2
+    # the records still name every allocation the kernel used, with its first and last use
+    loads = [a for a in tr.allocations if a.buffer == "sbuf"]
+    assert len(loads) == 32 and all(0 <= a.first_use <= a.last_use for a in loads)

@@ -735,6 +735,13 @@ class Context:
             lst = table.get(aid)
             if not lst:
                 continue
+            if len(lst) == 1:   # the common case (e.g. a PSUM tile's last matmul): no list rebuilt
+                e = lst[0]
+                if e[0] < p1 and p0 < e[1] and e[2] < b1 and b0 < e[3]:
+                    deps.add(e[4])
+                    if p0 <= e[0] and e[1] <= p1 and b0 <= e[2] and e[3] <= b1:
+                        lst.clear()
+                continue
             keep = None
             for i, e in enumerate(lst):
                 if e[0] < p1 and p0 < e[1] and e[2] < b1 and b0 < e[3]:

@@ -390,9 +390,15 @@ class Tensor(NkiTensorMethods):
 
     def __del__(self):
         ctx = self.ctx
-        if self.live and ctx is not None and self.buffer != "hbm" and self.root is None:
+        if ctx is not None and self.buffer != "hbm" and self.root is None:
             try:
-                ctx.release(self)
+                if self.live:
+                    ctx.release(self)
+                # no instruction can access this on-chip allocation any more (views and reshapes of it hold the
+                # tensor): its dependency records are dropped, which keeps the tracer's tables small
+                aid = self.alloc_id
+                ctx.writes.pop(aid, None)
+                ctx.reads.pop(aid, None)
             except Exception:  # never raise from a finalizer
                 pass
 

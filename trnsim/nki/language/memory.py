@@ -19,18 +19,21 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
     ctx = current()
     s = as_view(src)
-    if not isinstance(s, (View, Broadcast)):
-        raise KernelError("err_expected_tile",
-                          f"operand 'src' of 'load' must be an HBM tensor, got {type(src).__name__} ({src!r:.60})",
-                          "pass a kernel input (or a slice of one, x[0:128, 0:512]) or an nl.ndarray(..., "
-                          "buffer=nl.shared_hbm)")
-    if not isinstance(s, (View,)) or s.tensor.buffer != "hbm":
-        buf = s.tensor.buffer if hasattr(s, "tensor") else type(src).__name__
-        raise KernelError("err_unsupported_memory",
-                          f"Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in "
-                          f"'{buf}' instead.",
-                          "nl.load reads kernel inputs (HBM); use nl.copy for on-chip copies")
-    shape = tuple(s.shape)
+    if type(s) is not View or s.tensor.buffer != "hbm":
+        if not isinstance(s, (View, Broadcast)):
+            raise KernelError("err_expected_tile",
+                              f"operand 'src' of 'load' must be an HBM tensor, got {type(src).__name__} "
+                              f"({src!r:.60})", "pass a kernel input (or a slice of one, x[0:128, 0:512]) or an "
+                              "nl.ndarray(..., buffer=nl.shared_hbm)")
+        if not isinstance(s, View) or s.tensor.buffer != "hbm":
+            buf = s.tensor.buffer if hasattr(s, "tensor") else type(src).__name__
+            raise KernelError("err_unsupported_memory",
+                              f"Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in "
+                              f"'{buf}' instead.",
+                              "nl.load reads kernel inputs (HBM); use nl.copy for on-chip copies")
+    shape = s.shape
+    if type(shape) is not tuple:
+        shape = tuple(shape)
     if len(shape) < 2:
         shape = shape + (1,) if shape else (1, 1)
     st = s.tensor
