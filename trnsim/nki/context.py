@@ -668,7 +668,7 @@ class Context:
         rec.last_use = idx
         loops = self.loops
         if loops:
-            attrs["loop"] = loops[-1][0]
+            attrs.setdefault("loop", loops[-1][0])
         if self.directive_attrs:
             attrs.update(self.directive_attrs)
         instructions.append(make_instruction(idx, opcode, engine, (op,), (wop,), attrs, flops, bytes_moved, deps,

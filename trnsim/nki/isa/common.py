@@ -234,7 +234,8 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     nameset = frozenset(names) | {"dtype"}
 
     def bind_slow(args, kwargs) -> None:
-        """Raise the KernelError for a call the generated binder refused (wrong count, unknown or repeated name)."""
+        """Raise the KernelError for a call the generated binder refused (wrong count, unknown or repeated name);
+        anything else keeps Python's TypeError."""
         if len(args) > len(names):
             raise KernelError("err_invalid_arguments", f"nisa.{api} takes at most {len(names)} arguments "
                               f"({', '.join(names)}), got {len(args)}",
@@ -243,8 +244,9 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
             k = next(k for k in kwargs if k not in nameset)
             hint = _HINTS.get(k, f"nisa.{api} takes {', '.join(names)}")
             raise KernelError("err_invalid_arguments", f"nisa.{api} has no argument {k}= in NKI 0.6", hint)
-        k = next(k for k in kwargs if k in names[:len(args)])
-        raise KernelError("err_invalid_arguments", f"nisa.{api} got {k} twice", "pass it once")
+        twice = [k for k in kwargs if k in names[:len(args)]]
+        if twice:
+            raise KernelError("err_invalid_arguments", f"nisa.{api} got {twice[0]} twice", "pass it once")
 
     def missing(bound: dict) -> None:
         n = next(n for n in required if bound[n] is REQUIRED)
