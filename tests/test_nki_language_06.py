@@ -297,7 +297,7 @@ def test_dynamic_range_and_fori_loop_match_numpy_and_mark_trace():
     np.testing.assert_allclose(got[0], x[:5].sum(axis=0), rtol=1e-5)
     for i in range(1, 8, 2):
         np.testing.assert_allclose(got[i], 2 * x[i])
-    loops = [i.attrs.get("loop") for i in k.last_trace.instructions]
+    loops = [i.loop for i in k.last_trace.instructions]
     assert loops.count("dynamic") == 5 * 2 + 4 * 3          # load + add per row; load + multiply + store
 
 

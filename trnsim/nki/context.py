@@ -365,11 +365,16 @@ class Context:
             self.n_affine -= 1
         loc = None
         beta1 = self.dialect == "beta1"
+        live = self.live
         for r in scope:
             t = r()
             if t is not None and t.live:
-                rec = self.live.get(t.alloc_id)
-                self.release(t)
+                # as self.release(t), inlined (a loop iteration ends: every tile it made)
+                t.live = False
+                rec = live.pop(t.alloc_id, None)
+                if rec is not None:
+                    self.sbuf_used -= rec[1]
+                    self.psum_banks_used -= rec[2]
                 if beta1:   # the line named by err_local_variable_used_out_of_scope (0.6 never raises it)
                     if loc is None:
                         loc = short_location()
@@ -599,11 +604,10 @@ class Context:
             deps = tuple(sorted(deps)) if len(deps) > 1 else tuple(deps)
         else:
             deps = ()
-        ins = make_instruction(idx, opcode, engine, tuple(rops), tuple(wops), attrs, flops, bytes_moved,
-                               deps, free_elements, partitions, short_location(2), self.program_id, self.core)
         loops = self.loops
-        if loops:
-            attrs.setdefault("loop", loops[-1][0])
+        ins = make_instruction(idx, opcode, engine, tuple(rops), tuple(wops), attrs, flops, bytes_moved,
+                               deps, free_elements, partitions, short_location(2), self.program_id, self.core,
+                               loops[-1][0] if loops else "")
         if self.directive_attrs:
             attrs.update(self.directive_attrs)
         instructions.append(ins)
@@ -666,14 +670,12 @@ class Context:
         rec = allocs[oaid]
         rec.first_use = idx
         rec.last_use = idx
-        loops = self.loops
-        if loops:
-            attrs.setdefault("loop", loops[-1][0])
         if self.directive_attrs:
             attrs.update(self.directive_attrs)
+        loops = self.loops
         instructions.append(make_instruction(idx, opcode, engine, (op,), (wop,), attrs, flops, bytes_moved, deps,
                                              free_elements, partitions, short_location(2), self.program_id,
-                                             self.core))
+                                             self.core, loops[-1][0] if loops else ""))
         return idx
 
     def check_affine_write(self, v: View) -> None:

@@ -66,6 +66,9 @@ class Instruction:
     program_id: tuple[int, ...] = ()
     # optional extension: physical NeuronCore of the program instance within its logical core (LNC=2: 0 or 1)
     core: int = 0
+    # optional extension: kind of the innermost NKI loop around the instruction ("affine_range",
+    # "sequential_range", "dynamic" for nl.dynamic_range / fori_loop / while_loop bodies; "" outside loops)
+    loop: str = ""
 
 
 @dataclass
@@ -166,7 +169,7 @@ def make_allocation(alloc_id: int, name: str, buffer: str, shape: tuple, dtype: 
 
 def make_instruction(index: int, opcode: str, engine: str, reads: tuple, writes: tuple, attrs: dict, flops: int,
                      bytes_moved: int, deps: tuple, free_elements: int, partitions: int, source_line: str | None,
-                     program_id: tuple = (), core: int = 0) -> Instruction:
+                     program_id: tuple = (), core: int = 0, loop: str = "") -> Instruction:
     """``Instruction(...)`` with plain slot stores (no generated ``__init__`` call)."""
     i = _new(Instruction)
     i.index = index
@@ -183,6 +186,7 @@ def make_instruction(index: int, opcode: str, engine: str, reads: tuple, writes:
     i.source_line = source_line
     i.program_id = program_id
     i.core = core
+    i.loop = loop
     return i
 
 

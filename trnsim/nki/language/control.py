@@ -123,7 +123,9 @@ def _loop(kind: str, args, directives=None):
         if block is not None:
             block.__enter__()
         for i in r:
-            _count_iteration(ctx, kind)
+            n = ctx.unrolled_iterations = ctx.unrolled_iterations + 1
+            if n > MAX_UNROLLED_ITERATIONS:
+                _count_iteration(ctx, kind)   # raises the limit's error
             ctx.push_scope(kind, uid, i)
             try:
                 yield i

@@ -4,8 +4,8 @@ On the device these loops run with a trip count held in a register at run time (
 once and the sequencer branches back), unlike ``affine_range`` / ``sequential_range``, which the compiler
 unrolls or pipelines with a trip count known at trace time. The simulator runs the body once per
 iteration with the register's current value, so the results are those of the device; every instruction
-of the body (innermost loop) carries ``attrs["loop"] == "dynamic"`` in the trace, which tells the performance model that
-the body is one copy executed repeatedly. Bounds are Python ints or registers: any object with
+of the body (innermost loop) carries ``loop == "dynamic"`` in the trace (``Instruction.loop``): the body is one copy
+the device executes repeatedly. Bounds are Python ints or registers: any object with
 ``__index__`` or an integer ``.value`` (the simulated ``nisa.register_*`` scalars). A tile made in an
 iteration follows the NKI 0.6 scoping rules of the other loops.
 """
