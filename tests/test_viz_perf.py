@@ -130,3 +130,18 @@ def test_published_vs_predicted_figure_places_each_row():
     plt.close(fig)
     with pytest.raises(ValueError, match="no rows"):
         plot_published_vs_predicted([])
+
+
+def test_long_row_labels_break_and_fit_left_of_the_axes():
+    from trnsim.course.viz.timeline import row_label, row_label_margin_in
+    assert row_label("Tensor") == "Tensor"
+    assert row_label("DMA DGE 0 (SyncE/ScalarE)") == "DMA DGE 0\n(SyncE/ScalarE)"
+    assert row_label("DMA store a_really_long_output_name_here") == "DMA store a_really_long_o~"
+    # trn2's DGE queue rows: the figure leaves room for the longest drawn line
+    p = nki.profile(MATMUL_JOURNEY[0], *SPEC, target="trn2")
+    labels = [r[0] for r in timeline_rows(p, 4)]
+    assert any("(SyncE/ScalarE)" in lab for lab in labels)
+    fig = plot_profile(p)
+    ticks = [t.get_text() for t in fig.get_axes()[0].get_yticklabels()]
+    assert "DMA DGE 0\n(SyncE/ScalarE)" in ticks
+    assert fig.subplotpars.left * fig.get_figwidth() >= row_label_margin_in(labels) - 1e-9

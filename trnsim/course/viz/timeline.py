@@ -101,6 +101,27 @@ def _row_intervals_us(profile: Any, eng: str, idx: np.ndarray) -> tuple[np.ndarr
     return tl.start_ns[idx] / 1e3, e / 1e3
 
 
+ROW_LABEL_FONTSIZE = 8   # points
+
+
+def row_label(label: str, width: int = 16) -> str:
+    """A timeline row's label as drawn: a long one breaks before its parenthesis ("DMA DGE 0\n(SyncE/ScalarE)"),
+    and a line longer than 26 characters is cut with "~"."""
+    if len(label) > width and " (" in label:
+        head, _, tail = label.partition(" (")
+        lines = [head, "(" + tail]
+    else:
+        lines = [label]
+    return "\n".join(ln if len(ln) <= 26 else ln[:25] + "~" for ln in lines)
+
+
+def row_label_margin_in(labels: list[str], fontsize: float = ROW_LABEL_FONTSIZE) -> float:
+    """Inches the longest line of the drawn row labels needs left of the axes (about 0.6 em per character of
+    the default sans-serif font, plus the tick and padding)."""
+    longest = max((len(ln) for lab in labels for ln in row_label(lab).split("\n")), default=0)
+    return longest * 0.6 * fontsize / 72 + 0.2
+
+
 def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, float] | None = None,
                   max_dma_rows: int = 4, title: str | None = None) -> Any:
     """Draw one bar per instruction on its engine row (merged when closer than ~1/1500 of the view); DMA rows
@@ -146,7 +167,7 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
         busy = float((e - s).sum())
         labels.append((y, label, busy))
     ax.set_yticks([y for y, _, _ in labels])
-    ax.set_yticklabels([lab if len(lab) <= 26 else lab[:25] + "~" for _, lab, _ in labels], fontsize=8)
+    ax.set_yticklabels([row_label(lab) for _, lab, _ in labels], fontsize=ROW_LABEL_FONTSIZE)
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlim(lo, hi)
     ax.set_xlabel("time (us)")
@@ -209,6 +230,10 @@ def plot_profile(profile: Any, fig: Any = None, *, time_range_us: tuple[float, f
                      f"HFU {m.hfu_estimated_pct:.1f}%, MFU {m.mfu_estimated_pct:.1f}% "
                      f"(max achievable {m.mfu_max_achievable_estimated_pct:.0f}%)")
     plot_timeline(profile, ax0, time_range_us=time_range_us, max_dma_rows=max_dma_rows, title=head)
+    # room for the row labels (e.g. trn2's "DMA DGE 0 (SyncE/ScalarE)" queues) left of the axes
+    need = row_label_margin_in([r[0] for r in timeline_rows(profile, max_dma_rows)]) / fig.get_figwidth()
+    if need > fig.subplotpars.left:
+        fig.subplots_adjust(left=min(need, 0.4))
     ax0.set_xlabel("")
     ax0.tick_params(labelbottom=False)
     ax1 = fig.add_subplot(gs[1], sharex=ax0)
@@ -220,4 +245,4 @@ def plot_profile(profile: Any, fig: Any = None, *, time_range_us: tuple[float, f
     return fig
 
 
-__all__ = ["plot_timeline", "plot_profile", "plot_usage", "plot_dma_throughput", "timeline_rows", "ENGINE_COLORS"]
+__all__ = ["plot_timeline", "plot_profile", "row_label", "row_label_margin_in", "plot_usage", "plot_dma_throughput", "timeline_rows", "ENGINE_COLORS"]
