@@ -881,3 +881,71 @@ def test_get_pattern_round_trips_through_ap_as_in_the_language_guide():
     got, _ = _run(kern, x)
     assert seen["strides"] == (64, 1) and seen["offset"] == 0
     np.testing.assert_array_equal(got, x[:64])
+
+
+def test_language_functions_refuse_undocumented_keywords_and_mask():
+    """NKI 0.6 functions take only their documented parameters: a typo (dtpye=) or Beta 1's mask= is an error
+    naming the argument and the signature, never silently ignored (every nl function that used to swallow
+    **kwargs, called with placeholder positional arguments: the rule is checked first)."""
+    import inspect
+
+    import trnsim.nki.language as nl06
+
+    lenient = []
+    for name in sorted(dir(nl06)):
+        fn = getattr(nl06, name)
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        params = inspect.signature(fn).parameters.values()
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            continue
+        lenient.append((name, fn, sum(p.default is inspect.Parameter.empty and p.kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params)))
+    assert len(lenient) >= 35
+    messages = {}
+
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for name, fn, n_required in lenient:
+            try:
+                fn(*([None] * n_required), bogus_arg=1)
+            except KernelError as e:
+                messages[name] = str(e)
+        t = nl.load(x)
+        for call in (lambda: nl.load(x, dtpye=nl.bfloat16), lambda: nl.add(t, t, mask=t),
+                     lambda: nl.store(out, value=t, mask=t)):
+            try:
+                call()
+            except KernelError as e:
+                messages[len(messages)] = str(e)
+        nl.store(out, value=t)
+        return out
+
+    nki.simulate(kernel)(np.ones((128, 8), np.float32))
+    missing = [name for name, _, _ in lenient if name not in messages]
+    assert not missing, f"accepted an unknown keyword silently: {missing}"
+    assert all("bogus_arg=" in messages[name] and "err_invalid_arguments" in messages[name] for name, _, _ in lenient)
+    extra = [m for k, m in messages.items() if isinstance(k, int)]
+    assert "nl.load has no argument dtpye=" in extra[0] and "nl.load(src, dtype=None)" in extra[0]
+    assert "nl.add has no argument mask=" in extra[1] and "slice the tiles" in extra[1]
+    assert "nl.store has no argument mask=" in extra[2]
+
+
+def test_beta1_language_keeps_mask():
+    """Beta 1 kernels keep mask= (and its leniency): a masked load under trnsim.neuronxcc.nki still works."""
+    import trnsim.neuronxcc.nki as b1
+    import trnsim.neuronxcc.nki.language as b1l
+
+    @b1.jit
+    def kernel(x):
+        out = b1l.ndarray(x.shape, dtype=x.dtype, buffer=b1l.shared_hbm)
+        i_p = b1l.arange(128)[:, None]
+        i_f = b1l.arange(8)[None, :]
+        t = b1l.load(x[i_p, i_f], mask=(i_f < 4))
+        b1l.store(out[i_p, i_f], value=t, mask=(i_f < 4))
+        return out
+
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    got = b1.simulate_kernel(kernel, x)
+    np.testing.assert_array_equal(got[:, :4], x[:, :4])

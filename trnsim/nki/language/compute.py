@@ -7,6 +7,7 @@ import builtins
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa import activations as _act, common as _common, copy as _cp, elementwise as _ew  # noqa: F401
 from trnsim.nki.isa import matmul as _mm, ops as _ops, reduce as _red, transpose as _tr  # noqa: F401
@@ -19,6 +20,8 @@ from trnsim.nki.tensors import Broadcast, Tensor, View
 def matmul(x, y, transpose_x: bool = False, *, mask=None, **kwargs) -> Tensor:
     """``x @ y`` into a new PSUM tile (fp32). With ``transpose_x=True``, ``x`` is already [K, M] and the
     result is ``x.T @ y`` (one nc_matmul); otherwise x [M, K] is first transposed on the Tensor Engine."""
+    if mask is not None or kwargs:
+        refuse_extras('matmul', matmul, mask, kwargs)
     if isinstance(y, (Tensor, View)) and as_view(y).tensor.buffer == "psum":
         y = copy(y)          # the Tensor Engine reads SBUF: the compiler evacuates a PSUM operand first
     if isinstance(x, (Tensor, View)) and as_view(x).tensor.buffer == "psum":
@@ -32,11 +35,15 @@ def matmul(x, y, transpose_x: bool = False, *, mask=None, **kwargs) -> Tensor:
 
 def transpose(x, dtype=None, *, mask=None, **kwargs) -> Tensor:
     """Swap the partition and free axes of a 2-D tile (Tensor Engine; <= 128 x 128)."""
+    if mask is not None or kwargs:
+        refuse_extras('transpose', transpose, mask, kwargs)
     return _tr._transpose(x, "tensor", mask=mask, dtype=dtype, api="transpose")
 
 
 def copy(x, dtype=None, *, mask=None, _dst=None, **kwargs):
     """Copy a tile (e.g. PSUM -> SBUF), casting to ``dtype``."""
+    if mask is not None or kwargs:
+        refuse_extras('copy', copy, mask, kwargs)
     return _cp._copy(x, dtype, mask, _dst, "vector", api="copy")
 
 
@@ -103,6 +110,8 @@ def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
 
 def _make_binary(name: str):
     def fn(x, y, dtype=None, *, mask=None, _dst=None, **kwargs):
+        if mask is not None or kwargs:
+            refuse_extras(name, fn, mask, kwargs)
         return _binary(name, x, y, dtype, mask, _dst)
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} of two tiles (or a tile and a scalar / [P, 1] vector), fp32 arithmetic."
@@ -136,6 +145,8 @@ mod = _make_binary("mod")
 
 def _make_unary(name: str):
     def fn(x, dtype=None, *, mask=None, **kwargs):
+        if mask is not None or kwargs:
+            refuse_extras(name, fn, mask, kwargs)
         return _act._activation(name, x, dtype=dtype, mask=mask, api=name)
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} on the Scalar Engine (activation instruction, fp32 internally)."
@@ -146,6 +157,8 @@ def _make_unary(name: str):
 def _rsqrt(x, dtype=None, *, mask=None, **kwargs):
     """1 / sqrt(x). NKI 0.5+: runs on the GpSimd Engine (higher precision) and cannot read PSUM; Beta 1 code keeps
     the Scalar Engine activation."""
+    if mask is not None or kwargs:
+        refuse_extras('rsqrt', rsqrt, mask, kwargs)
     ctx = current()
     if ctx.dialect == "beta1":
         return _act._activation("rsqrt", x, dtype=dtype, mask=mask, api="rsqrt")
@@ -191,6 +204,8 @@ identity._nki_op = "identity"
 
 
 def reciprocal(x, dtype=None, *, mask=None, **kwargs):
+    if mask is not None or kwargs:
+        refuse_extras('reciprocal', reciprocal, mask, kwargs)
     return _act._activation("reciprocal", x, dtype=dtype, mask=mask, api="reciprocal")
 
 
@@ -200,6 +215,8 @@ copy._nki_op = "copy"
 
 def _make_reduce(name: str, op: str):
     def fn(x, axis, dtype=None, *, mask=None, keepdims=False, **kwargs):
+        if mask is not None or kwargs:
+            refuse_extras(name, fn, mask, kwargs)
         return _red._reduce(op, x, axis, dtype, mask, False, keepdims, api=name, name_override=op, strict=False)
     fn.__name__ = name
     fn.__doc__ = (f"{name} along free axes (never axis 0, the partition axis); result keeps >= 2 dims. Any free "
@@ -218,6 +235,8 @@ _var_any_keepdims = _make_reduce("var", "var")
 def var(x, axis, dtype=None, *, mask=None, keepdims=True, **kwargs):
     """Variance along free axes. As in the reference, ``keepdims`` is ignored: the result always keeps the reduced
     axes (size 1)."""
+    if mask is not None or kwargs:
+        refuse_extras('var', var, mask, kwargs)
     return _var_any_keepdims(x, axis, dtype=dtype, mask=mask, keepdims=True)
 all = _make_reduce("all", "logical_and")  # noqa: A001
 sum._nki_op = "add"
@@ -228,6 +247,8 @@ prod._nki_op = "multiply"
 
 def where(condition, x, y, dtype=None, *, mask=None, **kwargs):
     """Select ``x`` where ``condition`` is non-zero else ``y`` (VectorE select)."""
+    if mask is not None or kwargs:
+        refuse_extras('where', where, mask, kwargs)
     ctx = current()
     c = _common.tile_arg(condition, "where", "condition")
     shape = tuple(c.shape)
@@ -269,6 +290,8 @@ def where(condition, x, y, dtype=None, *, mask=None, **kwargs):
 
 def softmax(x, axis=-1, dtype=None, *, mask=None, **kwargs):
     """Softmax along free ``axis`` (default the last) = exp(x - max) / sum (four instructions)."""
+    if mask is not None or kwargs:
+        refuse_extras('softmax', softmax, mask, kwargs)
     mx = max(x, axis=axis, keepdims=True)
     if _free1(as_view(mx)):        # one value per partition: a tensor_scalar with a [P, 1] operand
         e = _ew._ts(x, "subtract", mx, False, api="softmax")
@@ -283,6 +306,8 @@ def softmax(x, axis=-1, dtype=None, *, mask=None, **kwargs):
 
 def device_print(print_prefix: str, tensor, **kwargs) -> None:
     """Print a tile's values (simulation only)."""
+    if kwargs:
+        refuse_extras('device_print', device_print, None, kwargs)
     ctx = current()
     if ctx.numerics and _is_tile(tensor):
         print(print_prefix, read(as_view(tensor)))

@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import current
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Tensor
@@ -22,6 +23,8 @@ SUPPORTED = ("float32", "float16", "bfloat16", "int32", "int16", "int8", "uint32
 
 def shared_constant(constant, **kwargs) -> Tensor:
     """An immutable shared-HBM tensor holding ``constant`` (a numpy array, or the path of a ``.npy`` file)."""
+    if kwargs:
+        refuse_extras('shared_constant', shared_constant, None, kwargs)
     ctx = current()
     if isinstance(constant, (str, os.PathLike)):
         path = os.fspath(constant)

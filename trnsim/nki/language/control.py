@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import current
 from trnsim.nki.rules import KernelError
 
@@ -143,16 +144,22 @@ def affine_range(start, stop=None, step=1, directives=None, **kwargs):
     associative accumulation (err_unexpected_output_dependencies). The buffers of an iteration are reused by
     the next (a tile kept past its iteration is re-charged when used). ``directives=nki.compiler.no_reorder()``
     keeps the loop's instructions in program order."""
+    if kwargs:
+        refuse_extras('affine_range', affine_range, None, kwargs)
     return _loop("affine_range", (start, stop, step), directives)
 
 
 def sequential_range(start, stop=None, step=1, directives=None, **kwargs):
     """Loop with a loop-carried dependency. Unrolled at trace time."""
+    if kwargs:
+        refuse_extras('sequential_range', sequential_range, None, kwargs)
     return _loop("sequential_range", (start, stop, step), directives)
 
 
 def static_range(start, stop=None, step=1, directives=None, **kwargs):
     """Fully unrolled loop."""
+    if kwargs:
+        refuse_extras('static_range', static_range, None, kwargs)
     return _loop("static_range", (start, stop, step), directives)
 
 

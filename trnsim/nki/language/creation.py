@@ -6,6 +6,7 @@ import operator
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import Placement, current
 from trnsim.nki.isa import fill as _fill  # noqa: F401
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -43,6 +44,8 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None, **kwargs) -
 
     ``address=(partition_offset, free_offset)`` (bytes per partition) requests an explicit on-chip placement;
     like ``buffer=nki.compiler.sbuf.mod_alloc(...)`` it is recorded in the trace's ``Allocation.placement``."""
+    if kwargs:
+        refuse_extras('ndarray', ndarray, None, kwargs)
     t = _alloc(shape, dtype, buffer, name, "uninit", "ndarray")
     place = None
     if address is not None:
@@ -195,33 +198,47 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
 def zeros(shape, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
     """Allocate a zero-filled tensor (SBUF memset; a PSUM accumulator's zero fill is folded into its
     first matmul, as the compiler does, and records no instruction)."""
+    if kwargs:
+        refuse_extras('zeros', zeros, None, kwargs)
     return _alloc(shape, dtype, buffer, name, 0.0, "zeros")
 
 
 def ones(shape, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('ones', ones, None, kwargs)
     return _alloc(shape, dtype, buffer, name, 1.0, "ones")
 
 
 def full(shape, fill_value, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('full', full, None, kwargs)
     return _alloc(shape, dtype, buffer, name, fill_value, "full")
 
 
 def zeros_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('zeros_like', zeros_like, None, kwargs)
     a = x
     return zeros(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
 def empty_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('empty_like', empty_like, None, kwargs)
     a = x
     return ndarray(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
 def ones_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('ones_like', ones_like, None, kwargs)
     a = x
     return ones(a.shape, dtype or a.dtype, buffer=buffer, name=name)
 
 
 def full_like(x, fill_value, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
+    if kwargs:
+        refuse_extras('full_like', full_like, None, kwargs)
     a = x
     return full(a.shape, fill_value, dtype or a.dtype, buffer=buffer, name=name)
 
@@ -232,6 +249,8 @@ __all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones
 def shared_constant(constant, dtype=None, **kwargs) -> Tensor:
     """A shared-HBM tensor holding ``constant`` (a numpy array known when the kernel is built; LNC cores share
     it). ``dtype`` (default: the array's) is the tensor's dtype, values rounded to it."""
+    if kwargs:
+        refuse_extras('shared_constant', shared_constant, None, kwargs)
     ctx = current()
     arr = np.asarray(constant)
     if arr.ndim == 0 or arr.size == 0:

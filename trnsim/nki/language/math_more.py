@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa import activations as _act, common as _common, elementwise as _ew, ops as _ops
 from trnsim.nki.isa import reduce as _red
@@ -111,18 +112,24 @@ def _needs_nc_v4(api: str) -> None:
 
 def abs_max(x, y, dtype=None, *, mask=None, **kwargs):
     """Element-wise: ``x`` where ``|x| > |y|``, else ``y`` (signed values; ties give ``y``). NeuronCore-v4+."""
+    if mask is not None or kwargs:
+        refuse_extras('abs_max', abs_max, mask, kwargs)
     _needs_nc_v4("abs_max")
     return _binary("abs_max", x, y, dtype, mask, None)
 
 
 def abs_min(x, y, dtype=None, *, mask=None, **kwargs):
     """Element-wise: ``x`` where ``|x| < |y|``, else ``y`` (signed values; ties give ``y``). NeuronCore-v4+."""
+    if mask is not None or kwargs:
+        refuse_extras('abs_min', abs_min, mask, kwargs)
     _needs_nc_v4("abs_min")
     return _binary("abs_min", x, y, dtype, mask, None)
 
 
 def fmod(x, y, dtype=None, *, mask=None, **kwargs):
     """Element-wise C-style remainder of ``x / y`` (the sign of ``x``; ``numpy.fmod``), fp32 arithmetic."""
+    if mask is not None or kwargs:
+        refuse_extras('fmod', fmod, mask, kwargs)
     return _binary("fmod", x, y, dtype, mask, None)
 
 
@@ -133,6 +140,8 @@ fmod._nki_op = "fmod"
 
 def invert(x, dtype=None, *, mask=None, **kwargs):
     """Bitwise NOT of an integer tile (XOR with all ones, on the Vector Engine); output dtype = input's."""
+    if mask is not None or kwargs:
+        refuse_extras('invert', invert, mask, kwargs)
     ctx = current()
     v = _common.tile_arg(x, "invert", "x")
     src = v.tensor.dtype_name
@@ -161,6 +170,8 @@ invert._nki_op = "invert"
 
 def _make_act(name: str, doc: str):
     def fn(x, dtype=None, *, mask=None, **kwargs):
+        if mask is not None or kwargs:
+            refuse_extras(name, fn, mask, kwargs)
         return _act._activation(name, x, dtype=dtype, mask=mask, api=name)
     fn.__name__ = name
     fn.__doc__ = doc
@@ -183,6 +194,8 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kwa
     Lowered as: ScalarE square, VectorE sum over ``axis``, ``tensor_scalar`` (* 1/n, + epsilon), ScalarE
     rsqrt, VectorE multiply by the per-row factor, VectorE multiply by ``w`` (``w`` broadcasts against
     ``x``). ``compute_dtype`` (default float32) is the dtype of the intermediate tiles."""
+    if kwargs:
+        refuse_extras('rms_norm', rms_norm, None, kwargs)
     xv = _common.tile_arg(x, "rms_norm", "x")
     if not _is_tile(w):
         raise KernelError("err_expected_tile", f"operand 'w' of 'rms_norm' must be a tile, got {type(w).__name__}",
@@ -234,6 +247,8 @@ def expand_dims(x, axis):
 def gather_flattened(data, indices, axis=0, dtype=None, **kwargs):
     """``out[p, j...] = data[p].flatten()[indices[p, j...]]``: each partition gathers from its own flattened
     free elements (GpSimd Engine). ``indices`` is an integer tile with ``data``'s partition count."""
+    if kwargs:
+        refuse_extras('gather_flattened', gather_flattened, None, kwargs)
     ctx = current()
     dv = _common.tile_arg(data, "gather_flattened", "data")
     iv = _common.tile_arg(indices, "gather_flattened", "indices")
@@ -274,6 +289,8 @@ def shared_identity_matrix(n, dtype=_dt.uint8, dst=None, **kwargs):
 
     The compiler keeps one shared identity per dtype in HBM and DMAs it in; the trace records that DMA
     (``dma_copy`` from a constant)."""
+    if kwargs:
+        refuse_extras('shared_identity_matrix', shared_identity_matrix, None, kwargs)
     ctx = current()
     n = int(n)
     if not 1 <= n <= ctx.limits.pmax:

@@ -5,6 +5,7 @@ import builtins
 from weakref import ref as _weakref
 
 
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa import common as _common, dma as _dmam  # noqa: F401
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -17,6 +18,8 @@ from trnsim.nki.language.compute import copy
 
 def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
+    if mask is not None or kwargs:
+        refuse_extras('load', load, mask, kwargs)
     ctx = current()
     s = as_view(src)
     if type(s) is not View or s.tensor.buffer != "hbm":
@@ -66,6 +69,8 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     """Load a 2-D HBM region transposed (DMA transpose; slow on hardware)."""
+    if mask is not None or kwargs:
+        refuse_extras('load_transpose2d', load_transpose2d, mask, kwargs)
     ctx = current()
     s = as_view(src)
     if s.tensor.buffer != "hbm" or len(s.shape) != 2:
@@ -89,6 +94,8 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
 def store(dst, value, *, mask=None, **kwargs) -> None:
     """Store an SBUF tile into HBM. NKI 0.6 takes an SBUF ``value`` only (nki.language.store); the Beta 1 dialect
     accepted a PSUM value and copied it to SBUF first, as its compiler did."""
+    if mask is not None or kwargs:
+        refuse_extras('store', store, mask, kwargs)
     d = as_view(dst)
     if d.tensor.buffer != "hbm":
         raise KernelError("err_unsupported_memory",

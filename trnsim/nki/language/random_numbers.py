@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki import dtypes as _dt
+from trnsim.nki.language._arguments import refuse_extras
 from trnsim.nki.context import current, read
 from trnsim.nki.isa import common as _common
 from trnsim.nki.isa.random import _seeded_state, _state, _states, _xorwow
@@ -30,6 +31,8 @@ def _uniform(ctx, engine: str, shape: tuple) -> np.ndarray:
 
 def random_seed(seed, **kwargs) -> None:
     """Seed the random-number state from ``seed``, a [1, 1] tile in SBUF or PSUM holding a 32-bit value."""
+    if kwargs:
+        refuse_extras('random_seed', random_seed, None, kwargs)
     ctx = current()
     v = _common.tile_arg(seed, "random_seed", "seed")
     if tuple(v.shape) != (1, 1):
@@ -52,6 +55,8 @@ def rand(shape, dtype, buffer=sbuf, name: str = "", **kwargs):
     """A new tile of ``shape`` filled with values uniform on [0, 1) (GpSimd random-number generator).
 
     On-chip buffers only (SBUF by default, or PSUM): HBM tensors cannot be filled by an engine."""
+    if kwargs:
+        refuse_extras('rand', rand, None, kwargs)
     ctx = current()
     shp, pd, bname, _kind, dname = _alloc_args(shape, dtype, buffer)
     if bname == "hbm":
@@ -72,6 +77,8 @@ def rand(shape, dtype, buffer=sbuf, name: str = "", **kwargs):
 def dropout(x, rate, dtype=None, *, mask=None, **kwargs):
     """Zero each element of ``x`` with probability ``rate`` (a scalar in [0, 1], or a [P, 1] tile of
     per-partition rates); kept elements pass unchanged (no rescaling). Vector Engine."""
+    if mask is not None or kwargs:
+        refuse_extras('dropout', dropout, mask, kwargs)
     ctx = current()
     v = _common.tile_arg(x, "dropout", "x")
     P = v.shape[0]
