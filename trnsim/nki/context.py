@@ -233,6 +233,8 @@ class Context:
         ``temp``: the result tile of an instruction. If it does not fit, the capacity error is deferred
         to the next instruction: ``buf[...] = op(...)`` / ``psum += matmul(...)`` write straight into
         ``buf`` on the hardware, so a temporary that is retargeted at once never occupies memory.
+        ``fill``: "uninit" (NaN / 4, as NKI's simulator), a number, or "overwritten" (numerics storage left
+        unfilled: the instruction that makes the tensor writes every element of it).
         """
         try:
             spec = self._specs.get((shape, dtype_name, buffer, pdim))
@@ -315,7 +317,9 @@ class Context:
                 self.peak_pending = len(self.instructions)
         if self.numerics:
             st = dt.storage_dtype(dtype_name)
-            if isinstance(fill, str):  # uninitialised: NaN for floats, 4 for ints (as NKI's simulator)
+            if fill == "overwritten":   # the instruction making it writes every element (e.g. an unmasked load)
+                t.data = np.empty(shape, dtype=st)
+            elif isinstance(fill, str):  # uninitialised: NaN for floats, 4 for ints (as NKI's simulator)
                 t.data = np.full(shape, np.nan if dt.is_float(dtype_name) else 4, dtype=st)
             elif dt.is_int(dtype_name):   # integer fills exactly (a float32 round trip loses bits above 2**24)
                 t.data = np.full(shape, int(fill), dtype=st)
