@@ -1138,3 +1138,31 @@ def test_a_result_is_not_broadcast_into_a_wider_dst():
     with pytest.raises(KernelError) as e:
         nki.simulate(nki.jit(kern))(x, 1, True)
     assert e.value.rule == "err_store_dst_shape_smaller_than_other_shape"
+
+
+def test_two_form_instructions_bind_arguments_as_documented():
+    """The 0.6 signature binds: too many positional arguments (even one more, which must not become dtype=), a
+    repeated argument, an unknown keyword and a missing dst are each err_invalid_arguments / err_missing_argument;
+    dtype= is accepted by keyword only, when it is dst's dtype."""
+    def k(a, mode):
+        t = sb(a)
+        u = new(a.shape, a.dtype)
+        if mode == "ok":
+            nisa.tensor_copy(u, t, nisa.engine.vector, dtype=nl.float32)
+        elif mode == "one_extra":
+            nisa.tensor_copy(u, t, nisa.engine.vector, "copy", nl.float32)
+        elif mode == "twice":
+            nisa.tensor_copy(u, dst=u, src=t)
+        elif mode == "unknown":
+            nisa.tensor_copy(dst=u, src=t, engnie=nisa.engine.vector)
+        elif mode == "missing":
+            nisa.tensor_copy(src=t)
+        elif mode == "dtype":
+            nisa.tensor_copy(dst=u, src=t, dtype=nl.bfloat16)
+        return hbm(u)
+    np.testing.assert_array_equal(sim(k, F32, "ok"), F32)
+    assert "takes at most 4 arguments" in broken(k, F32, "one_extra", rule="err_invalid_arguments")
+    assert "got dst twice" in broken(k, F32, "twice", rule="err_invalid_arguments")
+    assert "engnie=" in broken(k, F32, "unknown", rule="err_invalid_arguments")
+    assert "needs dst=" in broken(k, F32, "missing", rule="err_missing_argument")
+    assert "differs from dst's dtype" in broken(k, F32, "dtype", rule="err_invalid_arguments")

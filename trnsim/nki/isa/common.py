@@ -260,7 +260,7 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
     namespace = {"_R": REQUIRED, "_missing": missing, "_defaults": defaults}
     params_src = ", ".join(f"{n}=_R" if n in required else f"{n}=_defaults[{n!r}]" for n in names)
     body = f"    if {' or '.join(f'{n} is _R' for n in required)}:\n        _missing(locals())\n" if required else ""
-    exec(f"def _bind({params_src}, dtype=None):\n{body}    return ({', '.join(names)},), dtype\n", namespace)
+    exec(f"def _bind({params_src}, *, dtype=None):\n{body}    return ({', '.join(names)},), dtype\n", namespace)
     binder = namespace["_bind"]
     dst_at = names.index("dst") if "dst" in names else None
     sig = inspect.signature(nki06)

@@ -104,14 +104,13 @@ def _range(kind: str, args) -> range:
     return r
 
 
-def _count_iteration(ctx, kind: str) -> None:
-    n = ctx.unrolled_iterations = ctx.unrolled_iterations + 1
-    if n > MAX_UNROLLED_ITERATIONS:
-        raise KernelError("err_loop_trip_count_exceeds_simulator_limit",
-                          f"the kernel's loops (nl.{kind} and the loops around it) ran more than "
-                          f"{MAX_UNROLLED_ITERATIONS:,} iterations in total; the simulator unrolls loops and traces at "
-                          "most that many per kernel (a simulator limit, not a hardware one)",
-                          "check the loop bounds (nested trip counts multiply), or simulate a smaller problem")
+def _too_many_iterations(kind: str) -> None:
+    """err_loop_trip_count_exceeds_simulator_limit (the kernel's loops ran past MAX_UNROLLED_ITERATIONS)."""
+    raise KernelError("err_loop_trip_count_exceeds_simulator_limit",
+                      f"the kernel's loops (nl.{kind} and the loops around it) ran more than "
+                      f"{MAX_UNROLLED_ITERATIONS:,} iterations in total; the simulator unrolls loops and traces at "
+                      "most that many per kernel (a simulator limit, not a hardware one)",
+                      "check the loop bounds (nested trip counts multiply), or simulate a smaller problem")
 
 
 def _loop(kind: str, args, directives=None):
@@ -126,7 +125,7 @@ def _loop(kind: str, args, directives=None):
         for i in r:
             n = ctx.unrolled_iterations = ctx.unrolled_iterations + 1
             if n > MAX_UNROLLED_ITERATIONS:
-                _count_iteration(ctx, kind)   # raises the limit's error
+                _too_many_iterations(kind)
             ctx.push_scope(kind, uid, i)
             try:
                 yield i
