@@ -145,3 +145,9 @@ def test_long_row_labels_break_and_fit_left_of_the_axes():
     ticks = [t.get_text() for t in fig.get_axes()[0].get_yticklabels()]
     assert "DMA DGE 0\n(SyncE/ScalarE)" in ticks
     assert fig.subplotpars.left * fig.get_figwidth() >= row_label_margin_in(labels) - 1e-9
+
+
+def test_the_other_dma_queues_row_counts_them(profs):
+    p = profs[0]   # stage 1: rhs loads, lhsT loads and stores on three queues
+    assert timeline_rows(p, 1)[-1][0] == "DMA other (2 queues)"
+    assert timeline_rows(p, 2)[-1][0] == "DMA other (1 queue)"

@@ -65,7 +65,8 @@ def timeline_rows(profile: Any, max_dma_rows: int = 4) -> list[tuple[str, str, n
             rows.append((f"DMA {tl.queue_names[j]}", "dma", dma_idx[q == j]))
         rest = order[max_dma_rows:]
         if rest:
-            rows.append((f"DMA other ({len(rest)} queues)", "dma", dma_idx[np.isin(q, rest)]))
+            plural = "" if len(rest) == 1 else "s"
+            rows.append((f"DMA other ({len(rest)} queue{plural})", "dma", dma_idx[np.isin(q, rest)]))
     return rows
 
 
