@@ -40,8 +40,8 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.rules import KernelError, fmt_shape, limits_for, short_location, user_location
 from trnsim.nki.tensors import Broadcast, Tensor, View
-from trnsim.nki.trace import (Allocation, Instruction, Operand, Region, Trace, make_allocation, make_instruction, make_operand,
-                              make_region)
+from trnsim.nki.trace import (Allocation, Instruction, Operand, Region, Trace, make_allocation, make_instruction,
+                              make_operand, make_region)
 
 _CURRENT: "Context | None" = None
 

@@ -1172,19 +1172,8 @@ def _fast_view(t: Tensor, key: tuple, any_ints: bool = True) -> View | None:
                     0 <= a0 and 0 <= b0 <= s0 and 0 <= a1 and 0 <= b1 <= s1:
                 n0 = b0 - a0 if b0 > a0 else 0
                 n1 = b1 - a1 if b1 > a1 else 0
-                v = _new_view(View)
-                v.tensor = t
-                v.ranges = (("r", a0, 1, n0), ("r", a1, 1, n1))
-                v.adv = None
-                v.shape = (n0, n1)
-                v._npkey = None
-                v._op = None
-                v._reg = None
-                v.pfirst = t.pdim == 0 or t.buffer == "hbm"
-                v.ap_run = None
-                v.runtime_index = None
-                v.inb = True
-                return v
+                return _basic_view(t, (("r", a0, 1, n0), ("r", a1, 1, n1)), (n0, n1),
+                                   t.pdim == 0 or t.buffer == "hbm")
     ranges = []
     vshape = []
     first_range = -1
@@ -1211,16 +1200,22 @@ def _fast_view(t: Tensor, key: tuple, any_ints: bool = True) -> View | None:
     hbm = t.buffer == "hbm"
     if not any_ints and len(vshape) < len(ranges) and (not hbm or not vshape):
         return None
+    # on chip the partition dim must be the first non-integer dim (as View.__init__)
+    return _basic_view(t, tuple(ranges), tuple(vshape), True if hbm or first_range < 0 else first_range == t.pdim)
+
+
+def _basic_view(t: Tensor, ranges: tuple, shape: tuple, pfirst: bool) -> View:
+    """A View of basic ``ranges`` inside ``t`` (what ``View(t, ranges, None)`` builds, with ``inb`` set), without
+    ``View.__init__``'s per-dim derivations: the caller computed ``shape`` and ``pfirst``."""
     v = _new_view(View)
     v.tensor = t
-    v.ranges = tuple(ranges)
+    v.ranges = ranges
     v.adv = None
-    v.shape = tuple(vshape)
+    v.shape = shape
     v._npkey = None
     v._op = None
     v._reg = None
-    # on chip the partition dim must be the first non-integer dim (as View.__init__)
-    v.pfirst = True if hbm or first_range < 0 else first_range == t.pdim
+    v.pfirst = pfirst
     v.ap_run = None
     v.runtime_index = None
     v.inb = True

@@ -104,8 +104,8 @@ class Trace:
 # was a quarter of the tracing time). The constructors below build exactly the same instances as the
 # generated ``__init__`` (same fields, equality, hash and repr; frozen records stay frozen: their ``__setattr__``
 # still refuses): the frozen ones store each field through its slot descriptor, skipping the frozen-dataclass
-# ``object.__setattr__`` call per field, the others use plain stores. Field order must match the dataclass definitions above (checked in
-# tests/test_bench_nki.py).
+# ``object.__setattr__`` call per field, the others use plain stores. Field order must match the dataclass
+# definitions above (checked in tests/test_bench_nki.py).
 
 _new = object.__new__
 

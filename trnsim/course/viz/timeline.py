@@ -246,4 +246,5 @@ def plot_profile(profile: Any, fig: Any = None, *, time_range_us: tuple[float, f
     return fig
 
 
-__all__ = ["plot_timeline", "plot_profile", "row_label", "row_label_margin_in", "plot_usage", "plot_dma_throughput", "timeline_rows", "ENGINE_COLORS"]
+__all__ = ["plot_timeline", "plot_profile", "row_label", "row_label_margin_in",
+           "plot_usage", "plot_dma_throughput", "timeline_rows", "ENGINE_COLORS"]

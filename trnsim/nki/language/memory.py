@@ -42,7 +42,8 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     st = s.tensor
     dname = _common.dtype_arg(dtype, "load") if dtype is not None else st.dtype_name
     # an unmasked load writes every element of its tile (numerics: no NaN fill needed first)
-    t = ctx.new_tensor(shape, dname, "sbuf", api="load", temp=True, fill="uninit" if mask is not None else "overwritten")
+    t = ctx.new_tensor(shape, dname, "sbuf", api="load", temp=True,
+                       fill="uninit" if mask is not None else "overwritten")
     if mask is None and not ctx.numerics and dname == st.dtype_name and len(s.shape) >= 2 and s.runtime_index is None:
         # timing-only, unmasked, uncast load: the same checks and record as _dmam._dma(t.full_view(), s, None,
         # "load"), without its general mask / cast / numerics handling
