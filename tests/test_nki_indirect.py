@@ -316,3 +316,37 @@ def test_permute_and_rearrange_rules():
                          (128, 4, 4, 1)), x, rule="err_unsupported_reshape")
     broken(_through_sbuf(lambda t: t.rearrange(("p", "a", "b"), (("p", "a"), "b")), (128, 6)), x,
            rule="err_partition_dim_must_be_first")
+
+
+def test_permuted_and_rearranged_views_can_be_indexed_and_queried():
+    """NKI 0.6: a permute / rearrange view is a tensor like any other: it can be sliced further (ints, slices,
+    nl.ds; the 0.6 integer rules), and its strides / access pattern are the permuted ones."""
+    x = rng.standard_normal((128, 8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t.permute((0, 2, 1))[:, 1:3, 2:6], (128, 2, 4)), x),
+                                  x.transpose(0, 2, 1)[:, 1:3, 2:6])
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t.permute((0, 2, 1))[:, 2], (128, 8)), x),
+                                  x.transpose(0, 2, 1)[:, 2])          # a free-dim int drops the dim
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t.permute((0, 2, 1))[5], (1, 4, 8)), x),
+                                  x.transpose(0, 2, 1)[5:6])           # dim 0 int keeps the partition dim
+    np.testing.assert_array_equal(
+        sim(_through_sbuf(lambda t: t.permute((0, 2, 1))[:, nl.ds(1, 2), ::2], (128, 2, 4)), x),
+        x.transpose(0, 2, 1)[:, 1:3, ::2])
+    seen = {}
+
+    def kern(x):
+        t = nl.ndarray(x.shape, x.dtype, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        p = t.permute((0, 2, 1))
+        seen["p"] = (p.strides, p.get_pattern(), p.is_contiguous())
+        seen["q"] = p[:, 1:3, 2:6].get_pattern()
+        seen["hbm"] = (x.permute((1, 0, 2)).strides, x.rearrange(("p", "a", "b"), ("p", ("a", "b"))).is_contiguous())
+        out = nl.ndarray(x.shape, x.dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    sim(kern, x)
+    assert seen["p"] == ((32, 1, 4), [[32, 128], [1, 4], [4, 8]], False)
+    assert seen["q"] == [[32, 128], [1, 2], [4, 4]]
+    assert seen["hbm"] == ((4, 32, 1), True)
+    # outside the view: the documented out-of-bound error, not numpy's clipping
+    broken(_through_sbuf(lambda t: t.permute((0, 2, 1))[:, 3:5, :], (128, 2, 8)), x,
+           rule="err_tensor_access_out_of_bound")

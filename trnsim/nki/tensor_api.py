@@ -139,12 +139,47 @@ class _ViewStrides:
         return tuple(st for st, _ in _pattern(obj))
 
 
+def _affine_pattern(v) -> list[tuple[int, int]] | None:
+    """``[(stride, count), ...]`` of a view that reads its tensor through index arrays (``permute`` /
+    ``rearrange`` results), in the same element units as a basic view's pattern (on chip a partition steps by
+    the storage's elements per partition); None when the elements do not form an affine pattern. A size-1
+    dimension has no observable stride: it reports 0."""
+    t = v.tensor
+    shape = tuple(v.shape)
+    if 0 in shape:
+        return [(0, n) for n in shape]
+    pd = t.pdim if t.buffer != "hbm" else -1
+    unit = [t.bytes_per_partition // t.itemsize if k == pd else t._strides[k] for k in range(len(t.shape))]
+    offs = np.zeros(shape, dtype=np.int64)
+    for u, a in zip(unit, v.adv):
+        offs = offs + u * np.broadcast_to(a.values() if hasattr(a, "values") else np.int64(a), shape)
+    nd = len(shape)
+    origin = int(offs[(0,) * nd]) if nd else int(offs)
+    strides = []
+    expect = np.full(shape, origin, dtype=np.int64)
+    for d, n in enumerate(shape):
+        step = 0
+        if n > 1:
+            at = [0] * nd
+            at[d] = 1
+            step = int(offs[tuple(at)]) - origin
+            expect = expect + step * np.arange(n, dtype=np.int64).reshape([n if k == d else 1 for k in range(nd)])
+        strides.append(step)
+    if not np.array_equal(expect, offs):
+        return None
+    return list(zip(strides, shape))
+
+
 def _pattern(x) -> list[tuple[int, int]]:
     v = _view_of(x)
     t = v.tensor
     if v.adv is not None:
-        raise KernelError("err_unsupported_view", f"access pattern of the index-expression access {v!r}",
-                          "query a slice of the tensor instead")
+        pairs = _affine_pattern(v)
+        if pairs is None:
+            raise KernelError("err_unsupported_view", f"access pattern of the index-expression access {v!r}: its "
+                              "elements are not an affine pattern [[stride, count], ...]",
+                              "query a slice of the tensor instead")
+        return pairs
     out = []
     # on-chip tensors: the partition dim's stride is the storage's elements per partition (nki-language-guide:
     # "the partition stride ... must be equal to the storage's free-dim element count"); internally a

@@ -771,9 +771,11 @@ class View(NkiTensorMethods):
     # ---------------------------------------------------------------- indexing
     def __getitem__(self, key) -> "View":
         if self.adv is not None:
-            raise KernelError("err_unsupported_index_expression",
-                              f"cannot index the advanced-indexed access {self!r} again",
-                              "index the tensor once with all its index expressions")
+            if DIALECT.beta1 or self.runtime_index is not None:
+                raise KernelError("err_unsupported_index_expression",
+                                  f"cannot index the advanced-indexed access {self!r} again",
+                                  "index the tensor once with all its index expressions")
+            return _index_reordered(self, key)   # NKI 0.6: a permute / rearrange view sliced further
         return _index(self, key)
 
     def __setitem__(self, key, value) -> None:
@@ -1375,6 +1377,76 @@ def _index(view: View, key) -> View:
         # bounds are checked at the API call (masks may cover out-of-range elements)
         return View(t, ranges, None)
     return View(t, None, tuple(entries))
+
+
+def _index_reordered(view: View, key) -> View:
+    """``view[key]`` of a view that reads its tensor's elements in a reordered pattern (``permute`` /
+    ``rearrange``; NKI 0.6 lets such a view be indexed like any tensor): the key selects from the view's own
+    element grid, with the NKI 0.6 integer rules of ``_index`` (on chip an integer on dim 0 keeps a size-1
+    partition dim and the result keeps >= 2 dims; on HBM the result keeps >= 1 dim). Ints, slices and
+    ``nl.ds`` only; an index outside the view is err_tensor_access_out_of_bound."""
+    t = view.tensor
+    shape = view.shape
+    if not isinstance(key, tuple):
+        key = (key,)
+    is_int = [isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key]
+    if t.buffer != "hbm" and key and shape:
+        if is_int[0]:
+            k0 = int(key[0]) + (shape[0] if key[0] < 0 else 0)
+            if 0 <= k0 < shape[0]:
+                key = (slice(k0, k0 + 1),) + key[1:]
+        key = _keep_two_dims(key, shape)
+    elif len(key) == len(shape) and shape and all(is_int):
+        k = int(key[-1]) + (shape[-1] if key[-1] < 0 else 0)
+        if 0 <= k < shape[-1]:
+            key = key[:-1] + (slice(k, k + 1),)
+    if any(k is Ellipsis for k in key):
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - (len(key) - 1)) + key[i + 1:]
+    if len(key) > len(shape):
+        raise KernelError("err_too_many_indices", f"{len(key)} indices for a view of rank {len(shape)} "
+                          f"{fmt_shape(shape)}", "index each dimension at most once")
+    key = key + (slice(None),) * (len(shape) - len(key))
+    flat = view._element_index()
+    axis = 0
+    for d, (k, size) in enumerate(zip(key, shape)):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            i = int(k) + (size if k < 0 else 0)
+            if not 0 <= i < size:
+                raise _oob(t, d, int(k), int(k), size)
+            flat = np.take(flat, i, axis=axis)
+            continue
+        if isinstance(k, DynSlice):
+            s0, st, n = k.start, k.step, k.size
+        elif isinstance(k, slice):
+            try:   # integers only: a float bound is not silently truncated
+                s0, s1, st = (None if x is None else operator.index(x) for x in (k.start, k.stop, k.step))
+            except TypeError:
+                raise KernelError("err_unsupported_index", f"slice {k.start!r}:{k.stop!r}:{k.step!r} of "
+                                  f"{fmt_shape(shape)} has a bound that is not an integer",
+                                  "write slice bounds as ints (use // for integer division)") from None
+            st = 1 if st is None else st
+            if st == 0:
+                raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
+            if st > 0:
+                s0 = 0 if s0 is None else s0 + (size if s0 < 0 else 0)
+                s1 = size if s1 is None else s1 + (size if s1 < 0 else 0)
+                n = max(0, -(-(s1 - s0) // st))
+            else:
+                s0 = size - 1 if s0 is None else s0 + (size if s0 < 0 else 0)
+                s1 = -1 if s1 is None else s1 + (size if s1 < 0 else 0)
+                n = max(0, -(-(s0 - s1) // -st))
+        else:
+            raise KernelError("err_unsupported_index", f"unsupported index {k!r} of a permuted / rearranged view "
+                              f"{fmt_shape(shape)}", "index it with ints, slices or nl.ds(start, size)")
+        last = s0 + st * (n - 1)
+        if n and (min(s0, last) < 0 or max(s0, last) >= size):
+            raise _oob(t, d, min(s0, last), max(s0, last), size)
+        flat = np.take(flat, s0 + st * np.arange(n, dtype=np.int64), axis=axis)
+        axis += 1
+    if flat.ndim == 0:
+        flat = flat.reshape(1)
+    return view._reordered(flat, keep_index=False)
 
 
 def check_bounds(view: View, mask: np.ndarray | None) -> None:
