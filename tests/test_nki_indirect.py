@@ -350,3 +350,28 @@ def test_permuted_and_rearranged_views_can_be_indexed_and_queried():
     # outside the view: the documented out-of-bound error, not numpy's clipping
     broken(_through_sbuf(lambda t: t.permute((0, 2, 1))[:, 3:5, :], (128, 2, 8)), x,
            rule="err_tensor_access_out_of_bound")
+
+
+def test_reshape_of_a_part_of_a_tensor_follows_its_layout():
+    """NKI 0.6 NkiTensor.reshape of a slice or permute: allowed when the elements still form a strided pattern of
+    the new shape, err_unsupported_reshape naming the layout otherwise (the reference: "Fails if the current memory
+    layout is incompatible with the requested shape")."""
+    x = rng.standard_normal((128, 8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t[:, 2:4].reshape((128, 8)), (128, 8)), x),
+                                  x[:, 2:4].reshape(128, 8))
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t[:, :, 0:2].reshape((128, 4, 2, 2)), (128, 4, 2, 2)),
+                                      x), x[:, :, 0:2].reshape(128, 4, 2, 2))
+    assert "incompatible" in broken(_through_sbuf(lambda t: t[:, :, 0:2].reshape((128, 16)), (128, 16)), x,
+                                    rule="err_unsupported_reshape")
+    assert "incompatible" in broken(_through_sbuf(lambda t: t.permute((0, 2, 1)).reshape((128, 32)), (128, 32)), x,
+                                    rule="err_unsupported_reshape")
+    assert "partition" in broken(_through_sbuf(lambda t: t[:, 2:4].reshape((64, 16)), (64, 16)), x,
+                                 rule="err_unsupported_reshape")
+
+    def hbm_part(x):
+        t = nl.ndarray((2, 32), x.dtype, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[2:4].reshape((2, 32)))
+        out = nl.ndarray((2, 32), x.dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    np.testing.assert_array_equal(sim(hbm_part, x), x[2:4].reshape(2, 32))

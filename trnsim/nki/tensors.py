@@ -962,7 +962,7 @@ class View(NkiTensorMethods):
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
         on-chip tile keeps its partition dimension and reshapes its free dimensions."""
         t = self.tensor
-        if not self.is_full():
+        if not self.is_full() and (DIALECT.beta1 or self.runtime_index is not None):
             raise KernelError("err_unsupported_reshape",
                               f"reshape of the partial access {self!r}: only whole tensors can be reshaped",
                               "reshape the whole tensor, then index the result")
@@ -971,6 +971,8 @@ class View(NkiTensorMethods):
         except (TypeError, ValueError):
             raise KernelError("err_unsupported_reshape", f"reshape needs a tuple of ints, got {shape!r}",
                               "pass the new shape as a tuple, e.g. t.reshape((128, 1024))") from None
+        if not self.is_full():
+            return self._reshape_view(shape)
         if any(s < 1 for s in shape) or int(np.prod(shape)) != int(np.prod(t.shape)):
             raise KernelError("err_unsupported_reshape",
                               f"cannot reshape {fmt_shape(t.shape)} into {fmt_shape(shape)}",
@@ -986,6 +988,32 @@ class View(NkiTensorMethods):
         new.mutable = t.mutable
         new.depth = t.depth
         new.root = t.root or t
+        return new
+
+    def _reshape_view(self, shape: tuple) -> "View":
+        """NKI 0.6 ``reshape`` of a part of a tensor (a slice, a permute): a view of the same elements in row-major
+        order with the new shape. The layout must allow it (nki.language NkiTensor.reshape: "Fails if the current
+        memory layout is incompatible with the requested shape"): the result must still be an affine access
+        pattern, e.g. ``t[:, 2:4, :]`` of a [128, 8, 4] tile reshapes to [128, 8], ``t[:, :, 0:2]`` does not."""
+        from trnsim.nki.tensor_api import _affine_pattern   # (tensor_api is imported above; the helper is private)
+
+        t = self.tensor
+        where = f"reshape of {fmt_shape(self.shape)} (a part of {t.name or 'tensor'}{fmt_shape(t.shape)}) into " \
+                f"{fmt_shape(shape)}"
+        if any(s < 1 for s in shape) or math.prod(shape) != math.prod(self.shape):
+            raise KernelError("err_unsupported_reshape", f"{where}: the element count must stay the same",
+                              f"use a shape of {math.prod(self.shape)} elements")
+        if t.buffer != "hbm" and (not self.pfirst or not shape or shape[0] != self.shape[0]):
+            raise KernelError("err_unsupported_reshape", f"{where} changes the partition dimension "
+                              f"({self.shape[0] if self.shape else 0} partitions)",
+                              "keep the first dimension and reshape only the free dimensions")
+        new = self._reordered(self._element_index().reshape(shape), keep_index=False)
+        if _affine_pattern(new) is None:
+            raise KernelError("err_unsupported_reshape", f"{where}: the layout of this access is incompatible with "
+                              "the new shape (its elements do not form a strided pattern of that shape, as after a "
+                              "non-contiguous slice or a permute)",
+                              "copy it into a contiguous tile first (nisa.tensor_copy), or reshape the whole tensor "
+                              "and index the result")
         return new
 
     def broadcast_to(self, shape) -> "Broadcast":
