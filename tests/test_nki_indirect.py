@@ -375,3 +375,14 @@ def test_reshape_of_a_part_of_a_tensor_follows_its_layout():
         nisa.dma_copy(dst=out, src=t)
         return out
     np.testing.assert_array_equal(sim(hbm_part, x), x[2:4].reshape(2, 32))
+
+
+def test_dimension_views_of_a_part_of_a_tensor():
+    """flatten_dims / reshape_dim / expand_dim of a slice follow the same layout rule as reshape."""
+    x = rng.standard_normal((128, 8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t[:, 2:4].flatten_dims(1, 2), (128, 8)), x),
+                                  x[:, 2:4].reshape(128, 8))
+    np.testing.assert_array_equal(sim(_through_sbuf(lambda t: t[:, 2:4].expand_dim(1), (128, 1, 2, 4)), x),
+                                  x[:, None, 2:4])
+    assert "flatten_dims" in broken(_through_sbuf(lambda t: t[:, :, 0:2].flatten_dims(1, 2), (128, 16)), x,
+                                    rule="err_unsupported_reshape")

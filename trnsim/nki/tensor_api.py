@@ -90,9 +90,12 @@ def _not_indirect(x, api: str) -> None:
 
 def alias_tensor(x, shape, dtype_name: str | None = None, api: str = "view"):
     """A tensor sharing the storage and allocation of the whole tensor behind ``x`` with a new shape (and dtype).
-    Same bytes per partition; on-chip tensors keep their partition count."""
+    Same bytes per partition; on-chip tensors keep their partition count. A part of a tensor (a slice, a permute)
+    gets a new shape, not a new dtype, when its layout allows it (``View._reshape_view``)."""
     v = _view_of(x)
     t = v.tensor
+    if (v.adv is not None or not v.is_full()) and (dtype_name is None or dtype_name == t.dtype_name):
+        return v._reshape_view(tuple(int(s) for s in shape), api)   # NKI 0.6: a part of a tensor, if its layout allows
     if v.adv is not None or not v.is_full():
         raise KernelError("err_unsupported_view",
                           f"{api} of the partial access {fmt_shape(v.shape)} of {t.name or 'a tensor'}"

@@ -962,10 +962,6 @@ class View(NkiTensorMethods):
         """The same memory with a new shape (element count checked, NKI 0.5+). HBM tensors reshape freely; an
         on-chip tile keeps its partition dimension and reshapes its free dimensions."""
         t = self.tensor
-        if not self.is_full() and (DIALECT.beta1 or self.runtime_index is not None):
-            raise KernelError("err_unsupported_reshape",
-                              f"reshape of the partial access {self!r}: only whole tensors can be reshaped",
-                              "reshape the whole tensor, then index the result")
         try:
             shape = tuple(operator.index(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
         except (TypeError, ValueError):
@@ -990,7 +986,7 @@ class View(NkiTensorMethods):
         new.root = t.root or t
         return new
 
-    def _reshape_view(self, shape: tuple) -> "View":
+    def _reshape_view(self, shape: tuple, api: str = "reshape") -> "View":
         """NKI 0.6 ``reshape`` of a part of a tensor (a slice, a permute): a view of the same elements in row-major
         order with the new shape. The layout must allow it (nki.language NkiTensor.reshape: "Fails if the current
         memory layout is incompatible with the requested shape"): the result must still be an affine access
@@ -998,7 +994,12 @@ class View(NkiTensorMethods):
         from trnsim.nki.tensor_api import _affine_pattern   # (tensor_api is imported above; the helper is private)
 
         t = self.tensor
-        where = f"reshape of {fmt_shape(self.shape)} (a part of {t.name or 'tensor'}{fmt_shape(t.shape)}) into " \
+        if DIALECT.beta1 or self.runtime_index is not None:
+            raise KernelError("err_unsupported_reshape",
+                              f"{api} of the partial access {self!r}: only whole tensors can be reshaped"
+                              + (" (a runtime-indexed view)" if self.runtime_index is not None else ""),
+                              "reshape the whole tensor, then index the result")
+        where = f"{api} of {fmt_shape(self.shape)} (a part of {t.name or 'tensor'}{fmt_shape(t.shape)}) into " \
                 f"{fmt_shape(shape)}"
         if any(s < 1 for s in shape) or math.prod(shape) != math.prod(self.shape):
             raise KernelError("err_unsupported_reshape", f"{where}: the element count must stay the same",
