@@ -1280,26 +1280,55 @@ def _keep_two_dims(key: tuple, shape: tuple) -> tuple:
     return key[:j] + (slice(k, k + 1),) + key[j + 1:]
 
 
+def _resolve_slice(k: slice, count: int, shape: tuple) -> tuple[int, int, int]:
+    """(first index, step, element count) of slice ``k`` over a dimension of ``count`` elements (negative bounds
+    count from the end; ``shape`` names the indexed view in errors). Bounds are not clipped: a range outside the
+    dimension is reported where the access is checked."""
+    try:   # integers only: a float bound is not silently truncated
+        s0, s1, st = (None if x is None else operator.index(x) for x in (k.start, k.stop, k.step))
+    except TypeError:
+        raise KernelError("err_unsupported_index", f"slice {k.start!r}:{k.stop!r}:{k.step!r} of "
+                          f"{fmt_shape(shape)} has a bound that is not an integer",
+                          "write slice bounds as ints (use // for integer division)") from None
+    st = 1 if st is None else st
+    if st == 0:
+        raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
+    if st > 0:
+        s0 = 0 if s0 is None else s0 + (count if s0 < 0 else 0)
+        s1 = count if s1 is None else s1 + (count if s1 < 0 else 0)
+        return s0, st, max(0, -(-(s1 - s0) // st))
+    s0 = count - 1 if s0 is None else s0 + (count if s0 < 0 else 0)
+    s1 = -1 if s1 is None else s1 + (count if s1 < 0 else 0)
+    return s0, st, max(0, -(-(s0 - s1) // -st))
+
+
+def _int_rules_06(key: tuple, shape: tuple, onchip: bool, pfirst: bool = True) -> tuple:
+    """The NKI 0.6 integer-index rules (NkiTensor.__getitem__): on SBUF / PSUM an integer on dimension 0 keeps a
+    size-1 partition dimension and the result keeps >= 2 dims (``_keep_two_dims``); on HBM integers remove
+    dimensions, as in numpy, but a key of integers only keeps the last dimension (the result is at least 1-D)."""
+    if onchip:
+        if key and pfirst and shape:
+            k0 = key[0]
+            if isinstance(k0, (int, np.integer)) and not isinstance(k0, bool):
+                k0 = int(k0) + (shape[0] if k0 < 0 else 0)
+                if 0 <= k0 < shape[0]:
+                    key = (slice(k0, k0 + 1),) + key[1:]
+            key = _keep_two_dims(key, shape)
+    elif len(key) == len(shape) and shape and \
+            all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
+        k = int(key[-1]) + (shape[-1] if key[-1] < 0 else 0)
+        if 0 <= k < shape[-1]:
+            key = key[:-1] + (slice(k, k + 1),)
+    return key
+
+
 def _index(view: View, key) -> View:
     """Resolve ``view[key]`` into a new View on the same tensor."""
     t = view.tensor
     if not isinstance(key, tuple):
         key = (key,)
-    if not DIALECT.beta1 and t.buffer != "hbm" and key and view.pfirst and view.shape:
-        # NKI 0.6 (NkiTensor.__getitem__): on SBUF / PSUM an integer on dimension 0 keeps a size-1 partition
-        # dimension (the result is at least 2-D); on HBM it removes the dimension, as in numpy
-        k0 = key[0]
-        if isinstance(k0, (int, np.integer)) and not isinstance(k0, bool):
-            k0 = int(k0) + (view.shape[0] if k0 < 0 else 0)
-            if 0 <= k0 < view.shape[0]:
-                key = (slice(k0, k0 + 1),) + key[1:]
-        key = _keep_two_dims(key, view.shape)
-    elif not DIALECT.beta1 and t.buffer == "hbm" and len(key) == len(view.shape) and view.shape and \
-            all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
-        # HBM: "integer indexing removes the dimension. Result is at least 1D" (NkiTensor.__getitem__)
-        k = int(key[-1]) + (view.shape[-1] if key[-1] < 0 else 0)
-        if 0 <= k < view.shape[-1]:
-            key = key[:-1] + (slice(k, k + 1),)
+    if not DIALECT.beta1:
+        key = _int_rules_06(key, view.shape, t.buffer != "hbm", view.pfirst)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         v = _fast_view(t, key)
         if v is not None:
@@ -1351,23 +1380,7 @@ def _index(view: View, key) -> View:
                 raise _oob(t, vd, k, k, count if count != t.shape[vd] else t.shape[vd])
             out[vd] = ("i", start + step * k)
         elif isinstance(k, slice):
-            try:   # integers only: a float bound is not silently truncated
-                s0, s1, st = (None if x is None else operator.index(x) for x in (k.start, k.stop, k.step))
-            except TypeError:
-                raise KernelError("err_unsupported_index", f"slice {k.start!r}:{k.stop!r}:{k.step!r} of "
-                                  f"{fmt_shape(view.shape)} has a bound that is not an integer",
-                                  "write slice bounds as ints (use // for integer division)") from None
-            st = 1 if st is None else st
-            if st == 0:
-                raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
-            if st > 0:
-                s0 = 0 if s0 is None else int(s0) + (count if int(s0) < 0 else 0)
-                s1 = count if s1 is None else int(s1) + (count if int(s1) < 0 else 0)
-                n = max(0, -(-(s1 - s0) // st))
-            else:
-                s0 = count - 1 if s0 is None else int(s0) + (count if int(s0) < 0 else 0)
-                s1 = -1 if s1 is None else int(s1) + (count if int(s1) < 0 else 0)
-                n = max(0, -(-(s0 - s1) // -st))
+            s0, st, n = _resolve_slice(k, count, view.shape)
             out[vd] = ("r", start + step * s0, step * st, n)
         elif isinstance(k, DynSlice):
             if k.start < 0 or k.start + k.step * (k.size - 1) >= count:
@@ -1418,17 +1431,7 @@ def _index_reordered(view: View, key) -> View:
     shape = view.shape
     if not isinstance(key, tuple):
         key = (key,)
-    is_int = [isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key]
-    if t.buffer != "hbm" and key and shape:
-        if is_int[0]:
-            k0 = int(key[0]) + (shape[0] if key[0] < 0 else 0)
-            if 0 <= k0 < shape[0]:
-                key = (slice(k0, k0 + 1),) + key[1:]
-        key = _keep_two_dims(key, shape)
-    elif len(key) == len(shape) and shape and all(is_int):
-        k = int(key[-1]) + (shape[-1] if key[-1] < 0 else 0)
-        if 0 <= k < shape[-1]:
-            key = key[:-1] + (slice(k, k + 1),)
+    key = _int_rules_06(key, shape, t.buffer != "hbm")
     if any(k is Ellipsis for k in key):
         i = next(j for j, k in enumerate(key) if k is Ellipsis)
         key = key[:i] + (slice(None),) * (len(shape) - (len(key) - 1)) + key[i + 1:]
@@ -1448,23 +1451,7 @@ def _index_reordered(view: View, key) -> View:
         if isinstance(k, DynSlice):
             s0, st, n = k.start, k.step, k.size
         elif isinstance(k, slice):
-            try:   # integers only: a float bound is not silently truncated
-                s0, s1, st = (None if x is None else operator.index(x) for x in (k.start, k.stop, k.step))
-            except TypeError:
-                raise KernelError("err_unsupported_index", f"slice {k.start!r}:{k.stop!r}:{k.step!r} of "
-                                  f"{fmt_shape(shape)} has a bound that is not an integer",
-                                  "write slice bounds as ints (use // for integer division)") from None
-            st = 1 if st is None else st
-            if st == 0:
-                raise KernelError("err_invalid_slice", "slice step cannot be 0", "use a positive step")
-            if st > 0:
-                s0 = 0 if s0 is None else s0 + (size if s0 < 0 else 0)
-                s1 = size if s1 is None else s1 + (size if s1 < 0 else 0)
-                n = max(0, -(-(s1 - s0) // st))
-            else:
-                s0 = size - 1 if s0 is None else s0 + (size if s0 < 0 else 0)
-                s1 = -1 if s1 is None else s1 + (size if s1 < 0 else 0)
-                n = max(0, -(-(s0 - s1) // -st))
+            s0, st, n = _resolve_slice(k, size, shape)
         else:
             raise KernelError("err_unsupported_index", f"unsupported index {k!r} of a permuted / rearranged view "
                               f"{fmt_shape(shape)}", "index it with ints, slices or nl.ds(start, size)")
