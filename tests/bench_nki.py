@@ -5,7 +5,9 @@ and caches are paid once per session, not per kernel).
 
 1. Timing-only trace (``numerics=False``, shape-only inputs) of the tutorial-size matmul, stage 1 of the
    journey (``trnsim.kernels.matmul_tiled``), lhsT [8192, 4096] and rhs [8192, 8192] bf16: instructions per
-   second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure).
+   second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure); then
+   the same for each of the four journey stages (99,328 / 68,608 / 52,224 / 40,192 instructions), since the
+   blocked stages spend more per instruction (``--no-stages`` skips these).
 2. Numerics-on simulation of the four journey stages at 2048^3 fp32 against numpy's ``a.T @ b`` in the same
    process (wall and CPU seconds; numpy's BLAS may use several threads, the simulator runs its tile matmuls
    single-threaded, see ``trnsim.nki._blas``), and against the same product on one BLAS thread.
@@ -31,15 +33,15 @@ def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
 
 
-def timing_only(k: int = 8192, m: int = 4096, n: int = 8192, target: str = "trn1") -> dict:
+def timing_only(k: int = 8192, m: int = 4096, n: int = 8192, target: str = "trn1", kernel=matmul_tiled) -> dict:
     """Median of REPEATS traces, after one small untimed trace (imports, caches: what a session pays once)."""
-    nki.trace_kernel(matmul_tiled, nt.tensor[[512, 512], nl.bfloat16], nt.tensor[[512, 512], nl.bfloat16],
+    nki.trace_kernel(kernel, nt.tensor[[2048, 2048], nl.bfloat16], nt.tensor[[2048, 2048], nl.bfloat16],
                      numerics=False, target=target)
     a, b = nt.tensor[[k, m], nl.bfloat16], nt.tensor[[k, n], nl.bfloat16]
     walls, cpus, count = [], [], 0
     for _ in range(REPEATS):
         t0, c0 = time.perf_counter(), time.process_time()
-        _, trace = nki.trace_kernel(matmul_tiled, a, b, numerics=False, target=target)
+        _, trace = nki.trace_kernel(kernel, a, b, numerics=False, target=target)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
         count = len(trace.instructions)
@@ -82,11 +84,17 @@ def numerics(size: int = 2048) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="quick run: 2048^3 timing-only, 1024^3 numerics")
+    ap.add_argument("--no-stages", action="store_true", help="skip the timing-only figure of each journey stage")
     args = ap.parse_args()
-    r = timing_only(2048, 2048, 2048) if args.small else timing_only()
+    size = (2048, 2048, 2048) if args.small else (8192, 4096, 8192)
+    r = timing_only(*size)
     print(f"timing-only matmul_tiled: {r['instructions']:,} instructions in {r['wall_s']:.2f} s wall / "
           f"{r['cpu_s']:.2f} s CPU = {r['instructions_per_s']:,.0f} instr/s wall, "
           f"{r['instructions_per_cpu_s']:,.0f} instr/s CPU")
+    for kernel in ([] if args.no_stages else MATMUL_JOURNEY):
+        r = timing_only(*size, kernel=kernel)
+        print(f"  timing-only {kernel.__name__:22s} {r['instructions']:>7,} instructions: "
+              f"{r['instructions_per_s']:>8,.0f} instr/s wall, {r['instructions_per_cpu_s']:>8,.0f} instr/s CPU")
     for row in numerics(1024 if args.small else 2048):
         print(f"numerics {row['kernel']}: {row['wall_s']:.2f} s wall ({row['x_numpy_wall']:.1f}x numpy's "
               f"{row['numpy_wall_s']:.2f} s), {row['cpu_s']:.2f} s CPU ({row['x_numpy_cpu']:.1f}x numpy's "
