@@ -142,7 +142,7 @@ class _ViewStrides:
         return tuple(st for st, _ in _pattern(obj))
 
 
-def _affine_pattern(v) -> list[tuple[int, int]] | None:
+def affine_pattern(v) -> list[tuple[int, int]] | None:
     """``[(stride, count), ...]`` of a view that reads its tensor through index arrays (``permute`` /
     ``rearrange`` results), in the same element units as a basic view's pattern (on chip a partition steps by
     the storage's elements per partition); None when the elements do not form an affine pattern. A size-1
@@ -177,7 +177,7 @@ def _pattern(x) -> list[tuple[int, int]]:
     v = _view_of(x)
     t = v.tensor
     if v.adv is not None:
-        pairs = _affine_pattern(v)
+        pairs = affine_pattern(v)
         if pairs is None:
             raise KernelError("err_unsupported_view", f"access pattern of the index-expression access {v!r}: its "
                               "elements are not an affine pattern [[stride, count], ...]",
@@ -388,4 +388,4 @@ class NkiTensorMethods:
         return self.view(dtype)
 
 
-__all__ = ["Indirect", "NkiTensorMethods", "alias_tensor"]
+__all__ = ["Indirect", "NkiTensorMethods", "affine_pattern", "alias_tensor"]

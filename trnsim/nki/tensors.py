@@ -22,7 +22,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.dtypes import dtype_name as _dtype_name
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensor_api import Indirect, NkiTensorMethods
+from trnsim.nki.tensor_api import Indirect, NkiTensorMethods, affine_pattern
 
 BUFFERS = ("sbuf", "psum", "hbm")
 
@@ -991,8 +991,6 @@ class View(NkiTensorMethods):
         order with the new shape. The layout must allow it (nki.language NkiTensor.reshape: "Fails if the current
         memory layout is incompatible with the requested shape"): the result must still be an affine access
         pattern, e.g. ``t[:, 2:4, :]`` of a [128, 8, 4] tile reshapes to [128, 8], ``t[:, :, 0:2]`` does not."""
-        from trnsim.nki.tensor_api import _affine_pattern   # (tensor_api is imported above; the helper is private)
-
         t = self.tensor
         if DIALECT.beta1 or self.runtime_index is not None:
             raise KernelError("err_unsupported_reshape",
@@ -1009,7 +1007,7 @@ class View(NkiTensorMethods):
                               f"({self.shape[0] if self.shape else 0} partitions)",
                               "keep the first dimension and reshape only the free dimensions")
         new = self._reordered(self._element_index().reshape(shape), keep_index=False)
-        if _affine_pattern(new) is None:
+        if affine_pattern(new) is None:
             raise KernelError("err_unsupported_reshape", f"{where}: the layout of this access is incompatible with "
                               "the new shape (its elements do not form a strided pattern of that shape, as after a "
                               "non-contiguous slice or a permute)",

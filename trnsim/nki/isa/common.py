@@ -52,8 +52,7 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"number of partitions {shape[0] if shape else 0} exceed architecture limitation of "
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
-    if base.adv is not None or base.ranges is not t._full_ranges:
-        _check_onchip_bounds(base)
+    _check_onchip_bounds(base)
     return v
 
 

@@ -218,29 +218,25 @@ def full(shape, fill_value, dtype, buffer=None, name: str = "", **kwargs) -> Ten
 def zeros_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
     if kwargs:
         refuse_extras('zeros_like', zeros_like, None, kwargs)
-    a = x
-    return zeros(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+    return zeros(x.shape, dtype or x.dtype, buffer=buffer, name=name)
 
 
 def empty_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
     if kwargs:
         refuse_extras('empty_like', empty_like, None, kwargs)
-    a = x
-    return ndarray(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+    return ndarray(x.shape, dtype or x.dtype, buffer=buffer, name=name)
 
 
 def ones_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
     if kwargs:
         refuse_extras('ones_like', ones_like, None, kwargs)
-    a = x
-    return ones(a.shape, dtype or a.dtype, buffer=buffer, name=name)
+    return ones(x.shape, dtype or x.dtype, buffer=buffer, name=name)
 
 
 def full_like(x, fill_value, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
     if kwargs:
         refuse_extras('full_like', full_like, None, kwargs)
-    a = x
-    return full(a.shape, fill_value, dtype or a.dtype, buffer=buffer, name=name)
+    return full(x.shape, fill_value, dtype or x.dtype, buffer=buffer, name=name)
 
 
 __all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like"]
