@@ -949,3 +949,24 @@ def test_beta1_language_keeps_mask():
     x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
     got = b1.simulate_kernel(kernel, x)
     np.testing.assert_array_equal(got[:, :4], x[:, :4])
+
+
+def test_load_takes_dtype_by_position_as_documented():
+    """nki.language.load(src, dtype=None) / load_transpose2d(src, dtype=None): dtype is the second parameter."""
+    x = np.linspace(-2, 2, 128 * 8, dtype=np.float32).reshape(128, 8)
+
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        out_t = nl.ndarray((8, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x, nl.bfloat16)
+        assert t.dtype == nl.bfloat16
+        nl.store(out, value=nl.copy(t, nl.float32))
+        u = nl.load_transpose2d(x, nl.bfloat16)
+        nl.store(out_t, value=nl.copy(u, nl.float32))
+        return out, out_t
+
+    got, got_t = nki.simulate(kernel)(x)
+    want = x.astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_t, want.T)

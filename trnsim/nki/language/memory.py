@@ -16,7 +16,7 @@ from trnsim.nki.language.compute import copy
 
 # ----------------------------------------------------------------------------- memory
 
-def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
+def load(src, dtype=None, *, mask=None, **kwargs) -> Tensor:
     """Load an HBM tensor region into a new SBUF tile (partition dim = first dim of the access)."""
     if mask is not None or kwargs:
         refuse_extras('load', load, mask, kwargs)
@@ -69,7 +69,7 @@ def load(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
     return t
 
 
-def load_transpose2d(src, *, mask=None, dtype=None, **kwargs) -> Tensor:
+def load_transpose2d(src, dtype=None, *, mask=None, **kwargs) -> Tensor:
     """Load a 2-D HBM region transposed (DMA transpose; slow on hardware)."""
     if mask is not None or kwargs:
         refuse_extras('load_transpose2d', load_transpose2d, mask, kwargs)
