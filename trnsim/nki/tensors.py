@@ -911,6 +911,11 @@ class View(NkiTensorMethods):
                               + ("an on-chip tensor (the partition dimension)" if self.tensor.buffer != "hbm"
                                  else "a view with a per-partition runtime index"),
                               "keep 0 first: permute((0, ...))")
+        entries = _affine_entries(self)
+        if entries is not None:   # symbolic: no per-element index arrays (a permute of a whole HBM input stays small)
+            new_axis = {old: new for new, old in enumerate(dims)}
+            return _affine_view(self.tensor, [[new_axis[e[0]], e[1], e[2], e[3]] if type(e) is list else e
+                                              for e in entries], tuple(self.shape[d] for d in dims))
         return self._reordered(np.transpose(self._element_index(), dims), keep_index=True)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes: dict | None = None) -> "View":
@@ -1437,14 +1442,13 @@ def _index_reordered(view: View, key) -> View:
         raise KernelError("err_too_many_indices", f"{len(key)} indices for a view of rank {len(shape)} "
                           f"{fmt_shape(shape)}", "index each dimension at most once")
     key = key + (slice(None),) * (len(shape) - len(key))
-    flat = view._element_index()
-    axis = 0
+    picks: list[tuple] = []   # per view dim: (i,) an integer, or (start, step, count) a range
     for d, (k, size) in enumerate(zip(key, shape)):
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             i = int(k) + (size if k < 0 else 0)
             if not 0 <= i < size:
                 raise _oob(t, d, int(k), int(k), size)
-            flat = np.take(flat, i, axis=axis)
+            picks.append((i,))
             continue
         if isinstance(k, DynSlice):
             s0, st, n = k.start, k.step, k.size
@@ -1456,11 +1460,96 @@ def _index_reordered(view: View, key) -> View:
         last = s0 + st * (n - 1)
         if n and (min(s0, last) < 0 or max(s0, last) >= size):
             raise _oob(t, d, min(s0, last), max(s0, last), size)
-        flat = np.take(flat, s0 + st * np.arange(n, dtype=np.int64), axis=axis)
+        picks.append((s0, st, n))
+    new_shape = tuple(p[2] for p in picks if len(p) == 3)
+    entries = _affine_entries(view) if new_shape and 0 not in new_shape else None
+    if entries is not None:   # symbolic, as View.permute
+        new_axis = []
+        axis = 0
+        for p in picks:
+            new_axis.append(axis)
+            axis += len(p) == 3
+        out: list = []
+        for e in entries:
+            if type(e) is not list:
+                out.append(e)
+                continue
+            p = picks[e[0]]
+            if len(p) == 1:
+                out.append(e[1] + e[2] * p[0])
+            else:
+                out.append([new_axis[e[0]], e[1] + e[2] * p[0], e[2] * p[1], p[2]])
+        return _affine_view(t, out, new_shape)
+    flat = view._element_index()
+    axis = 0
+    for p in picks:
+        if len(p) == 1:
+            flat = np.take(flat, p[0], axis=axis)
+            continue
+        flat = np.take(flat, p[0] + p[1] * np.arange(p[2], dtype=np.int64), axis=axis)
         axis += 1
     if flat.ndim == 0:
         flat = flat.reshape(1)
     return view._reordered(flat, keep_index=False)
+
+
+def _affine_entries(view: View) -> list | None:
+    """The access of ``view`` per tensor dim: an int (one index), or ``[axis, start, step, count]`` (view axis
+    ``axis`` reads indices ``start + step * j``, j < count), for a basic view or for a view whose index
+    expressions are all simple and on distinct axes (a permute of one); None for anything else (general index
+    arrays, a runtime index, an empty view), which takes the per-element path."""
+    shape = view.shape
+    if view.runtime_index is not None or not shape or 0 in shape or not view.tensor.shape:
+        return None
+    if view.adv is None:
+        out: list = []
+        vd = 0
+        for r in view.ranges:
+            if r[0] == "i":
+                out.append(r[1])
+            else:
+                out.append([vd, r[1], r[2], r[3]])
+                vd += 1
+        return out
+    nd = len(shape)
+    out = []
+    seen = set()
+    for a in view.adv:
+        if isinstance(a, IndexExpr):
+            if not a.simple or a.ndim != nd or a.axis in seen or a.size != shape[a.axis]:
+                return None
+            seen.add(a.axis)
+            out.append([a.axis, a.start, a.step, a.size])
+        else:
+            out.append(int(a))
+    return out if len(seen) == nd else None
+
+
+def _affine_view(t: Tensor, entries: list, shape: tuple) -> View:
+    """The reordered View of ``t`` described by ``entries`` (as ``_affine_entries``) with the given shape, in the
+    form ``_reordered`` builds from index arrays (one simple IndexExpr or int per tensor dim, ``ap_run`` the
+    elements of the first contiguous run of the view's first row), without materialising any index array."""
+    nd = len(shape)
+    view = View(t, None, tuple(IndexExpr(nd, e[0], e[1], e[2], e[3]) if type(e) is list else e for e in entries))
+    # flat (row-major) element stride of each view axis; a row (view dims 1..) runs on while each next dim's stride
+    # equals the elements counted so far
+    row_major = [1] * len(t.shape)
+    for k in range(len(t.shape) - 2, -1, -1):
+        row_major[k] = row_major[k + 1] * t.shape[k + 1]
+    flat_stride = [0] * nd
+    for k, e in enumerate(entries):
+        if type(e) is list:
+            flat_stride[e[0]] += e[2] * row_major[k]
+    run = 1
+    for d in range(nd - 1, 0, -1):
+        if shape[d] == 1:
+            continue
+        if flat_stride[d] != run:
+            break
+        run *= shape[d]
+    view.ap_run = run
+    view.runtime_index = None
+    return view
 
 
 def check_bounds(view: View, mask: np.ndarray | None) -> None:
