@@ -7,7 +7,8 @@ and caches are paid once per session, not per kernel).
    journey (``trnsim.kernels.matmul_tiled``), lhsT [8192, 4096] and rhs [8192, 8192] bf16: instructions per
    second of wall time and of process CPU time (the machine is shared; CPU time is the steadier figure); then
    the same for each of the four journey stages (99,328 / 68,608 / 52,224 / 40,192 instructions), since the
-   blocked stages spend more per instruction (``--no-stages`` skips these).
+   blocked stages spend more per instruction (``--no-stages`` skips these). A machine-reference figure comes
+   first: a fixed pure-Python workload's time, since tracer figures from different machines compare only with it.
 2. Numerics-on simulation of the four journey stages at 2048^3 fp32 against numpy's ``a.T @ b`` in the same
    process (wall and CPU seconds; numpy's BLAS may use several threads, the simulator runs its tile matmuls
    single-threaded, see ``trnsim.nki._blas``), and against the same product on one BLAS thread.
@@ -31,6 +32,38 @@ REPEATS = 3
 
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
+
+
+class _Record:
+    __slots__ = ("index", "reads", "deps")
+
+
+def machine_reference_ms() -> float:
+    """Wall milliseconds (median of 5) of a fixed pure-Python workload shaped like the tracer's (slotted records,
+    small tuples, dict lookups, list appends): shared machines differ by 2x or more, so tracer figures taken on
+    different machines compare only together with this figure."""
+    def work() -> int:
+        table: dict[int, list] = {}
+        out = []
+        for i in range(100_000):
+            r = _Record()
+            r.index = i
+            r.reads = (i & 255, (i >> 8) & 255, i & 7)
+            lst = table.get(r.reads[0])
+            if lst is None:
+                table[r.reads[0]] = [(i, i + 1)]
+                r.deps = ()
+            else:
+                r.deps = tuple(e[0] for e in lst[-2:] if e[1] > r.reads[1])
+                lst.append((i, i + 1))
+            out.append(r)
+        return len(out)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t0)
+    return 1000 * _median(times)
 
 
 def timing_only(k: int = 8192, m: int = 4096, n: int = 8192, target: str = "trn1", kernel=matmul_tiled) -> dict:
@@ -87,6 +120,7 @@ def main() -> None:
     ap.add_argument("--no-stages", action="store_true", help="skip the timing-only figure of each journey stage")
     args = ap.parse_args()
     size = (2048, 2048, 2048) if args.small else (8192, 4096, 8192)
+    print(f"machine reference (pure-Python workload, lower is faster): {machine_reference_ms():.0f} ms")
     r = timing_only(*size)
     print(f"timing-only matmul_tiled: {r['instructions']:,} instructions in {r['wall_s']:.2f} s wall / "
           f"{r['cpu_s']:.2f} s CPU = {r['instructions_per_s']:,.0f} instr/s wall, "
