@@ -911,11 +911,9 @@ class View(NkiTensorMethods):
                               + ("an on-chip tensor (the partition dimension)" if self.tensor.buffer != "hbm"
                                  else "a view with a per-partition runtime index"),
                               "keep 0 first: permute((0, ...))")
-        entries = _affine_entries(self)
-        if entries is not None:   # symbolic: no per-element index arrays (a permute of a whole HBM input stays small)
-            new_axis = {old: new for new, old in enumerate(dims)}
-            return _affine_view(self.tensor, [[new_axis[e[0]], e[1], e[2], e[3]] if type(e) is list else e
-                                              for e in entries], tuple(self.shape[d] for d in dims))
+        view = _permuted_affine(self, dims)
+        if view is not None:
+            return view
         return self._reordered(np.transpose(self._element_index(), dims), keep_index=True)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes: dict | None = None) -> "View":
@@ -958,8 +956,12 @@ class View(NkiTensorMethods):
         if self.tensor.buffer != "hbm" and (len(src[0]) != 1 or dst[0] != src[0]):
             raise KernelError("err_partition_dim_must_be_first", f"{where}: on-chip the partition dim stays first and "
                               "whole", f"start both patterns with {src[0][0]!r}")
-        flat = self._element_index().reshape([sizes[n] for n in names])
         order = [names.index(n) for grp in dst for n in grp]
+        if len(names) == len(src) == len(dst):   # a pure reorder (no split, no merge) is a permute
+            view = _permuted_affine(self, tuple(order))
+            if view is not None:
+                return view
+        flat = self._element_index().reshape([sizes[n] for n in names])
         flat = np.transpose(flat, order).reshape([math.prod(sizes[n] for n in grp) for grp in dst])
         return self._reordered(flat, keep_index=False)
 
@@ -1491,6 +1493,17 @@ def _index_reordered(view: View, key) -> View:
     if flat.ndim == 0:
         flat = flat.reshape(1)
     return view._reordered(flat, keep_index=False)
+
+
+def _permuted_affine(view: View, dims: tuple) -> View | None:
+    """``view.permute(dims)`` (dims already checked) held symbolically, with no per-element index arrays (a permute
+    of a whole HBM input stays small); None when ``view`` has no affine form (``_affine_entries``)."""
+    entries = _affine_entries(view)
+    if entries is None:
+        return None
+    new_axis = {old: new for new, old in enumerate(dims)}
+    return _affine_view(view.tensor, [[new_axis[e[0]], e[1], e[2], e[3]] if type(e) is list else e for e in entries],
+                        tuple(view.shape[d] for d in dims))
 
 
 def _affine_entries(view: View) -> list | None:
