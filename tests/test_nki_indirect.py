@@ -371,9 +371,8 @@ def _per_element_reference(view, ops):
 @pytest.mark.parametrize("seed", range(40))
 def test_permuted_views_are_symbolic_and_equal_to_the_per_element_form(seed, monkeypatch):
     """A permute (a reordering rearrange, and indexing of either) is held as one affine index expression per tensor
-    dim, not as
-    index arrays of every element: a permute of an 8192 x 8192 HBM input costs no memory. Random chains of
-    permutes and ints / slices / nl.ds agree with the per-element form in everything the simulator reads from a
+    dim, not as index arrays of every element: a permute of an 8192 x 8192 HBM input costs no memory. Random chains
+    of permutes and ints / slices / nl.ds agree with the per-element form in everything the simulator reads from a
     view: its elements, shape, region, per-dim bounds, contiguous run and access pattern."""
     from trnsim.nki.tensors import DIALECT, Tensor
     from trnsim.nki.tensor_api import affine_pattern
