@@ -418,7 +418,24 @@ def test_permuted_views_are_symbolic_and_equal_to_the_per_element_form(seed, mon
         np.testing.assert_array_equal(v._element_index(), ref._element_index())
         assert v.region() == ref.region() and v.dim_bounds() == ref.dim_bounds()
         assert v.ap_run == ref.ap_run and v.contiguous_bytes() == ref.contiguous_bytes()
-        assert affine_pattern(v) == affine_pattern(ref)
+        # the same pattern; a size-1 dim shows its storage stride (the per-element form cannot observe it: 0)
+        pat, ref_pat = affine_pattern(v), affine_pattern(ref)
+        assert [(s if n > 1 else 0, n) for s, n in pat] == ref_pat
+
+
+def test_a_size_one_dim_of_a_permuted_view_reports_its_storage_stride():
+    seen = {}
+
+    def kern(x):
+        t = nl.ndarray((128, 1, 4), x.dtype, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        p = t.permute((0, 2, 1))
+        seen["p"] = (t.strides, p.strides, p.is_contiguous())
+        out = nl.ndarray(x.shape, x.dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    sim(kern, np.zeros((128, 1, 4), np.float32))
+    assert seen["p"] == ((4, 4, 1), (4, 1, 4), True)   # the size-1 dim keeps t's stride 4 (it used to say 0)
 
 
 def test_a_permute_of_a_large_hbm_input_costs_no_memory():

@@ -145,14 +145,23 @@ class _ViewStrides:
 def affine_pattern(v) -> list[tuple[int, int]] | None:
     """``[(stride, count), ...]`` of a view that reads its tensor through index arrays (``permute`` /
     ``rearrange`` results), in the same element units as a basic view's pattern (on chip a partition steps by
-    the storage's elements per partition); None when the elements do not form an affine pattern. A size-1
-    dimension has no observable stride: it reports 0."""
+    the storage's elements per partition); None when the elements do not form an affine pattern. A view held
+    symbolically (one simple index expression per view dim: a permute) reports each dim's storage stride, size-1
+    dims included; in a view held as index arrays a size-1 dimension has no observable stride and reports 0."""
     t = v.tensor
     shape = tuple(v.shape)
     if 0 in shape:
         return [(0, n) for n in shape]
     pd = t.pdim if t.buffer != "hbm" else -1
     unit = [t.bytes_per_partition // t.itemsize if k == pd else t._strides[k] for k in range(len(t.shape))]
+    nd = len(shape)
+    exprs = [(u, a) for u, a in zip(unit, v.adv) if not isinstance(a, (int, np.integer))]
+    if len(exprs) == nd and all(getattr(a, "simple", False) and a.ndim == nd for _, a in exprs) and \
+            len({a.axis for _, a in exprs}) == nd:
+        strides = [0] * nd
+        for u, a in exprs:
+            strides[a.axis] = u * a.step
+        return list(zip(strides, shape))
     offs = np.zeros(shape, dtype=np.int64)
     for u, a in zip(unit, v.adv):
         offs = offs + u * np.broadcast_to(a.values() if hasattr(a, "values") else np.int64(a), shape)
