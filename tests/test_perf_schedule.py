@@ -186,3 +186,26 @@ def test_dma_copy_and_load_store_use_the_same_queues():
     names = set(p_isa.timeline.queue_names)
     assert {"load scratch", "store scratch"} <= names, names
     assert p_isa.latency_us == pytest.approx(p_nl.latency_us, rel=1e-9)
+
+
+def test_unnamed_hbm_tensors_get_readable_queue_labels():
+    """A queue of an unnamed HBM tensor is labelled "store output" (numbered only when there are several), not
+    with its internal allocation key ("store out#2")."""
+    from trnsim.perf.schedule import _readable_queue_names
+    assert _readable_queue_names(["load x", "store out#5"]) == ["load x", "store output"]
+    assert _readable_queue_names(["load hbm#1", "store out#9", "store out#4 + store out#9", "load hbm#3"]) == \
+        ["load input 1", "store output 1", "store output 2 + store output 1", "load input 2"]
+    import trnsim.nki as nki
+    import trnsim.nki.isa as nisa
+    import trnsim.nki.language as nl
+    import trnsim.nki.typing as nt
+    from trnsim.perf import profile
+
+    def k(x):
+        t = nl.ndarray((128, 512), nl.float32, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        out = nl.ndarray((128, 512), nl.float32, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    names = profile(nki.jit(k), nt.tensor[[128, 512], nl.float32], target="trn1").timeline.queue_names
+    assert "store output" in names and not any("#" in n for n in names), names

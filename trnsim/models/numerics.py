@@ -395,8 +395,8 @@ def accumulate(values: Sequence[float] | np.ndarray, acc: str | FloatFormat = "f
     """Add ``values`` one by one into an accumulator held in format ``acc``.
 
     Each step computes ``s + v`` in fp32 and rounds the result to ``acc`` with ``mode``. With acc
-    fp32 this is ordinary fp32 summation (PSUM on NeuronCore-v2/v3, where "accumulation and results
-    are always in float32", nki.md section 1.7); with acc bf16 it is what NeuronCore-v4 does for a
+    fp32 this is ordinary fp32 summation (PSUM on NeuronCore-v2/v3, where the NKI 0.6 ``nc_matmul``
+    reference requires a float32 destination and the Tensor Engine accumulates in float32); with acc bf16 it is what NeuronCore-v4 does for a
     BF16 PSUM tensor: "upcast to FP32, added, then rounded back (RNE or SR)" (hardware.md
     section 8.3). ``values`` may be 1-D (one sum) or 2-D ``[steps, sums]`` (independent sums in
     parallel). Returns partial sums with the same leading dimension as ``values``.

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import heapq
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,6 +135,25 @@ def _queue_key(ins: Instruction) -> str:
 
 
 _HWDGE_QUEUE_NAMES = ("DGE 0 (SyncE/ScalarE)", "DGE 1 (SyncE/ScalarE)")
+_UNNAMED_HBM = re.compile(r"\b(out|hbm)#(\d+)")
+
+
+def _readable_queue_names(names: list[str]) -> list[str]:
+    """Queue labels for people: an unnamed HBM tensor's internal key (``out#7``, ``hbm#3``: its allocation id)
+    becomes "output" / "input", numbered in order of first appearance only when a kernel has several."""
+    seen: dict[str, list[str]] = {"out": [], "hbm": []}
+    for name in names:
+        for kind, aid in _UNNAMED_HBM.findall(name):
+            if aid not in seen[kind]:
+                seen[kind].append(aid)
+    if not seen["out"] and not seen["hbm"]:
+        return names
+    word = {"out": "output", "hbm": "input"}
+
+    def label(m: re.Match) -> str:
+        ids = seen[m.group(1)]
+        return word[m.group(1)] if len(ids) == 1 else f"{word[m.group(1)]} {ids.index(m.group(2)) + 1}"
+    return [_UNNAMED_HBM.sub(label, name) for name in names]
 
 
 def _hwdge_trigger_queues(core: Any) -> int:
@@ -726,7 +746,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         dma_bytes_per_partition=np.asarray(dma_bpp, dtype=np.float64),
         dma_efficiency=np.asarray(dma_eff, dtype=np.float64),
         dma_touches_hbm=np.asarray(dma_hbm, dtype=bool),
-        queue_names=queue_names,
+        queue_names=_readable_queue_names(queue_names),
         dma_engine_busy_ns=np.asarray(dma_busy, dtype=np.float64) + uniform_busy,
         dma_engine_count=n_dma,
         opcodes=opcodes,

@@ -184,7 +184,7 @@ def residual_factor(sys: SystemSpec) -> tuple[float, str]:
     table = load("training.json").get("residuals", {})
     rec = table.get(sys.core_version or "")
     if rec is None:
-        return 1.0, (f"no calibrated matmul efficiency for {sys.core_version} ({sys.chip_name}): physics only "
-                     "(an upper bound)")
+        return 1.0, (f"no calibrated matmul efficiency for {sys.core_version} ({sys.chip_name}): physics only, "
+                     "unvalidated (not a bound: on trn1, physics alone is too slow on some published runs)")
     return float(value(rec)), (f"compiled-matmul efficiency {float(value(rec)):.2f} (calibrated leave-one-out "
                                 f"on published trn1 runs, {sys.core_version}; what the physics does not explain)")

@@ -91,7 +91,7 @@ class PlannerPanel:
             money = f"${cost:,.0f}" if cost is not None else b.price_note
             self.summary = (f"{len(r.ranked)} feasible plans, {len(r.rejected)} rejected. Fastest: {b.plan.label()}: "
                             f"step {b.step_time_s:.3g} s, MFU {100 * b.mfu:.1f}% "
-                            f"({'physics only, an upper bound' if b.residual_factor == 1.0 else 'calibrated'}), "
+                            f"({'physics only, unvalidated' if b.residual_factor == 1.0 else 'calibrated'}), "
                             f"{b.memory.total_bytes / 2**30:.1f} GiB per {b.system_spec.device_name}. "
                             f"{self.tokens / 1e9:,.0f}B tokens: {b.days_to_train(self.tokens):,.1f} days, {money}.")
         self._render()

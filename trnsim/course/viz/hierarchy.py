@@ -44,7 +44,7 @@ def plot_hierarchy(axs: Sequence[Any], levels: Sequence[Any]) -> Sequence[Any]:
     ax_b.set_xlim(min(bws) / 3, max(bws) * 30)
     ax_c.set_xlabel("capacity per NeuronCore (bytes, log scale)")
     ax_b.set_xlabel("bandwidth (GB/s, log scale)")
-    ax_c.set_title("Capacity: each level is ~10-1000x smaller ...", fontsize=10)
+    ax_c.set_title("Capacity: from HBM up, each level is ~10-1000x smaller", fontsize=10)
     ax_b.set_title("... and ~20x faster than the one below", fontsize=10)
     for ax in axs:
         ax.grid(axis="y", visible=False)
