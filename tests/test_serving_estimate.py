@@ -147,3 +147,9 @@ def test_benchmark_estimate(benchmark):
     m = lookup("llama3.1-8b")
     e = benchmark(lambda: estimate(m, "inf2.48xlarge", 8, 8, 512, 128))
     assert e.fits
+
+
+def test_a_plan_that_does_not_fit_quotes_no_cost_per_token():
+    e = estimate("llama3.1-70b", "inf2.48xlarge", tp=8, batch=4)
+    assert not e.fits
+    assert "does not fit" in e.summary() and "per 1M output tokens" not in e.summary()

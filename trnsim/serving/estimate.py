@@ -118,8 +118,12 @@ class ServingEstimate:
         return self.tokens_per_s / self.output_tokens
 
     def summary(self) -> str:
-        cost = (f"${self.cost_per_million_output_tokens_usd:,.2f} per 1M output tokens ({self.price_note})"
-                if self.cost_per_million_output_tokens_usd is not None else "no public price")
+        if not self.fits:   # a plan that cannot run has no cost per token to quote
+            cost = "no cost per token (it does not fit)"
+        elif self.cost_per_million_output_tokens_usd is None:
+            cost = "no public price"
+        else:
+            cost = f"${self.cost_per_million_output_tokens_usd:,.2f} per 1M output tokens ({self.price_note})"
         fit = "fits" if self.fits else "DOES NOT FIT"
         return (
             f"{self.model} on {self.instance} (tp={self.tp}, batch={self.batch}, {self.replicas} replica(s), {self.dtype}): "
