@@ -45,3 +45,32 @@ def test_busbw_checker():
     res = check_busbw(algbw * 2, t_us, S, p)
     assert not res.passed and "2(p-1)/p" in res.hints[0]
     assert check_busbw(algbw * 7 / 8, t_us, S, p, op="all_gather")
+
+
+def test_latency_slips_are_rejected_with_their_own_hint():
+    p, a, nb = _parts(RING_EXERCISE)
+    bw = 2 * (p - 1) / p * nb
+    half_latency = check_ring_allreduce_time((p - 1) * a + bw)       # 0.6% low: was accepted at rtol 0.01
+    assert not half_latency.passed
+    assert half_latency.hints == ("the latency term is missing its factor 2: there are 2(p-1) steps, p-1 per half",)
+    no_latency = check_ring_allreduce_time(bw)                        # nearest slip, not the first within 1%
+    assert not no_latency.passed and no_latency.hints == ("the latency term 2(p-1)*alpha is missing",)
+    two_p = check_ring_allreduce_time(2 * p * a + bw)
+    assert not two_p.passed and "2p" in two_p.hints[0]
+
+
+def test_right_answer_rounded_to_three_significant_figures_passes():
+    want = RING_EXERCISE.simulated_time_us()
+    for digits in (3, 4, 5):
+        rounded = float(f"{want:.{digits}g}")
+        assert check_ring_allreduce_time(rounded), (digits, rounded)
+    assert check_ring_allreduce_time(f"{want:.3g}")
+
+
+def test_every_slip_is_rejected_and_named():
+    from trnsim.course.exercises.cluster import _mistakes
+
+    for hint, value in _mistakes(RING_EXERCISE).items():
+        res = check_ring_allreduce_time(value)
+        assert not res.passed, hint
+        assert res.hints == (hint,)

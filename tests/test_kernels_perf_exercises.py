@@ -1,7 +1,10 @@
 """Checkers of notebooks 05 and 06: pass on right answers, specific hints on typical wrong ones."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pytest
 
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
@@ -125,3 +128,56 @@ def test_unanswered_and_not_a_function():
     assert "not answered" in str(kp.check_fused_softmax(...))
     res = kp.check_fused_softmax(42)
     assert not res and "without calling it" in res.hints[0]
+
+
+def _softmax_exp(bias: str):
+    """One-pass softmax whose exp uses ``bias``: "neg_max" (right), "none" (exp(x)) or "max" (exp(x + max))."""
+    @nki.jit
+    def kernel(x):
+        R, C = x.shape
+        P = nl.tile_size.pmax
+        out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in range(R // P):
+            t = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[i * P:(i + 1) * P, :])
+            row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
+            if bias == "none":
+                nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=row_sum)
+            else:
+                m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1, negate=bias == "neg_max")
+                nisa.activation(dst=e, op=nl.exp, data=t, bias=m, reduce_op=nl.add, reduce_res=row_sum)
+            inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.reciprocal(dst=inv, data=row_sum)
+            y = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=y, data=e, op0=nl.multiply, operand0=inv)
+            nisa.dma_copy(dst=out[i * P:(i + 1) * P, :], src=y)
+        return out
+    return kernel
+
+
+@pytest.mark.parametrize("bias", ["none", "max"])
+def test_softmax_without_the_row_max_fails_on_large_logits(bias):
+    kernel = _softmax_exp(bias)
+    x = np.random.default_rng(0).standard_normal(kp.FUSION_CHECK_SHAPE).astype(np.float32) * 4
+    np.testing.assert_allclose(nki.simulate(kernel)(x), reference.softmax(x), rtol=1e-3, atol=1e-6)  # fine at x 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)          # the overflow is reported, not warned about
+        res = kp.check_fused_softmax(kernel)
+    assert not res and "large logits" in res.message and "inf or NaN" in res.message
+    assert res.hints[0].startswith("subtract each row's max before the exp (exp overflows to inf for large logits)")
+
+
+def test_notebook_06_solution_passes_with_unchanged_speed_feedback():
+    import trnsim.nki.typing as nt
+    from trnsim.perf import profile
+
+    kernel = _softmax_exp("neg_max")      # the worked solution of notebook 06 cell 21, instruction for instruction
+    res = kp.check_fused_softmax(kernel)
+    spec = nt.tensor[list(kp.FUSION_PROFILE_SHAPE), "float32"]
+    mine, base = profile(kernel, spec, numerics=False), profile(softmax_two_pass, spec, numerics=False)
+    assert res and res.message == (f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "
+                                   f"{base.latency_us / mine.latency_us:.1f}x faster than two passes "
+                                   f"({mine.latency_us:.0f} us vs {base.latency_us:.0f} us on "
+                                   f"{kp.FUSION_PROFILE_SHAPE})")

@@ -105,6 +105,23 @@ def test_check_traffic_hints():
     assert not ideal and any("ideal" in h for h in ideal.hints)
 
 
+def test_check_traffic_decimal_megabytes():
+    want = kp.profile_stage("block_free", 2048, 2048, 2048,
+                            blocks={"tiles_in_block_m": 4, "tiles_in_block_n": 2}).hbm_bytes / 2**20
+    for mb in (50.3, want * 2**20 / 1e6):
+        res = kpc.check_traffic(mb)
+        assert not res
+        assert any("you computed MB (10^6 bytes); the question asks for MiB (2^20 bytes)" in h for h in res.hints)
+
+
+@pytest.mark.parametrize("blocks,dim", [((3, 2, 8), "M"), ((2, 3, 8), "N"), ((2, 2, 3), "K")])
+def test_check_block_choice_uneven_blocks_say_divisible_not_sbuf(blocks, dim):
+    res = kpc.check_block_choice(*blocks)
+    assert not res and "does not run" in res.message and f"{dim} = 2048 is not a multiple" in res.message
+    assert res.hints[0].startswith("M, N, K must be divisible by tiles_in_block x tile size; use powers of two")
+    assert "SBUF" not in str(res) and "ValueError" not in str(res)
+
+
 def test_check_block_choice_pass_overflow_and_slow():
     reached = kp.evaluate_blocks(2048, 8, 2, 8).profile.pct_of_tensor_peak
     assert kpc.check_block_choice(8, 2, 8, goal_pct=reached - 0.5)

@@ -99,3 +99,21 @@ def test_accumulation_panel_callback_speed(benchmark):
 def test_run_sums_speed(benchmark):
     res = benchmark(run_sums, 2000, 1e-3, 1.0, "bf16")
     assert len(res) == 3
+
+
+def test_exact_value_shows_the_adjacent_representable_values():
+    _, text = describe(1000.0, "bf16")
+    assert "exactly representable; adjacent values 996 and 1004" in text
+    assert "neighbours 1000 and 1000" not in text
+    _, text = describe(1024.0, "bf16")                 # a power of two: the spacing halves below it
+    assert "adjacent values 1020 and 1032" in text
+    _, text = describe(-1024.0, "bf16")
+    assert "adjacent values -1032 and -1020" in text
+    _, text = describe(1.0, "fp32")                    # enough digits to tell them from 1
+    assert "adjacent values 0.99999994 and 1.00000012" in text
+    _, text = describe(240.0, "fp8_e4m3")              # the largest finite number has nothing above
+    assert "adjacent values 224 and none (240 is the largest finite FP8 E4M3 number)" in text
+    _, text = describe(3.14159, "bf16")                # inexact: the current text
+    assert "neighbours 3.140625 and 3.15625" in text and "exactly" not in text
+    panel = BitsPanel(value=1000.0)
+    assert "adjacent values 996 and 1004" in panel.summary

@@ -118,3 +118,50 @@ def test_legend_says_whether_the_overhang_is_clipped():
         plt.close(fig)
     assert "beyond the output: clipped off by min()" in labels[True]
     assert "beyond the output: not clipped" in labels[False]
+
+
+def _visited_overhang(c: TilingChoice) -> int:
+    """Elements of the visited full-size tiles beyond the output, counted tile by tile."""
+    total = 0
+    for i in range(c.loops[0]):
+        for j in range(c.loops[1]):
+            r = max(0, min(c.rows, (i + 1) * c.tile_p) - i * c.tile_p)
+            f = max(0, min(c.cols, (j + 1) * c.tile_f) - j * c.tile_f)
+            total += c.tile_p * c.tile_f - r * f
+    return total
+
+
+def test_ragged_notes_only_for_tiles_the_loops_visit():
+    from trnsim.course.ui.tiling import summarize
+
+    # notebook 04 cell 24: tiles of 64, loops 3 x 2 over [300, 1000] visit rows 0-191 only
+    cov, text = summarize(TilingChoice(300, 1000, 64, 512, (3, 2)))
+    assert "ragged rows" not in text and "44 of 64" not in text
+    assert "ragged columns: the last column of tiles is clipped to 488 of 512 elements" in text
+    assert cov.clipped_elements == 3 * 64 * (512 - 488) == _visited_overhang(cov.choice)
+    assert f"clipped off the full-size tiles: {3 * 64 * 24:,} elements" in text
+    cov, text = summarize(TilingChoice(300, 1000, 64, 512, (3, 1)))     # no ragged tile visited at all
+    assert "ragged" not in text and cov.clipped_elements == 0
+    cov, text = summarize(TilingChoice(300, 1000, 64, 512, (5, 2)))     # fitted: both ragged edges visited
+    assert "ragged rows: the last row of tiles is clipped to 44 of 64 partitions" in text
+    assert "ragged columns: the last column of tiles is clipped to 488 of 512 elements" in text
+    cov, text = summarize(TilingChoice(300, 1000, 64, 512, (6, 2)))     # an idle row of tiles after the ragged one
+    assert "the last row of tiles that reaches the output (rows 256-299) is clipped to 44 of 64" in text
+
+
+@pytest.mark.parametrize("choice", [
+    TilingChoice(300, 1000, 64, 512, (3, 2)), TilingChoice(300, 1000, 64, 512, (5, 2)),
+    TilingChoice(300, 1000, 64, 512, (6, 3)), TilingChoice(300, 1000, 128, 512, (2, 1)),
+    TilingChoice(100, 100, 32, 128, (5, 2)),
+])
+def test_clipped_count_is_the_overhang_of_visited_tiles(choice):
+    assert simulate_coverage(choice).clipped_elements == _visited_overhang(choice)
+
+
+def test_panel_summary_in_notebook_04_cell_24():
+    panel = TilingPanel()
+    panel.tile_p.value = 64
+    assert "ragged rows" not in panel.summary and "ragged columns" in panel.summary
+    assert not any(n.startswith("ragged rows") for n in panel.result.notes)
+    panel.fit.click()
+    assert "clipped to 44 of 64 partitions" in panel.summary

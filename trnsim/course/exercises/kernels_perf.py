@@ -13,10 +13,24 @@ import numpy as np
 
 from trnsim.catalog import target as _target
 from trnsim.course.check import CheckResult, expect_close, not_answered
-from trnsim.models.journey import evaluate_blocks, journey_traffic, profile_stage, rowwise_traffic, softmax_two_pass
+from trnsim.models.journey import (evaluate_blocks, journey_traffic, matmul_tiles, profile_stage, rowwise_traffic,
+                                    softmax_two_pass)
 
 
 # ---------------------------------------------------------------- notebook 05 checkers
+
+def _uneven_blocks(size: int, tiles_in_block: tuple[int, int, int],
+                   target: str) -> list[tuple[str, int, int, int]]:
+    """(dim, tiles_in_block, tile size, block size) of each dimension of a square ``size`` matmul that
+    ``matmul_fully_blocked`` cannot tile evenly (blocks shrink to the matrix as in the kernel)."""
+    tm, tn, tk = matmul_tiles(target)
+    out = []
+    for dim, tiles, tile in zip("MNK", tiles_in_block, (tm, tn, tk)):
+        t = max(1, min(int(tiles), size // tile))
+        if size % (t * tile):
+            out.append((dim, t, tile, t * tile))
+    return out
+
 
 def check_traffic(answer_mib: float, size: int = 2048, tiles_in_block_m: int = 4, tiles_in_block_n: int = 2,
                   target: str = "trn1") -> CheckResult:
@@ -47,6 +61,9 @@ def check_traffic(answer_mib: float, size: int = 2048, tiles_in_block_m: int = 4
         extra.append("that is the ideal (every matrix moved once); block_free still reloads rhs for every M block")
     elif np.isclose(got, 2 * want, rtol=0.02) or np.isclose(got, want / 2, rtol=0.02):
         extra.append("off by a factor of 2: a bf16 element is 2 bytes")
+    elif np.isclose(got, want * 2**20 / 1e6, rtol=0.01):
+        extra.append(f"you computed MB (10^6 bytes); the question asks for MiB (2^20 bytes): "
+                     f"{want * 2**20 / 1e6:.1f} MB = {want:.0f} MiB")
     base = tuple(h for h in res.hints if "FLOPs" not in h)
     return CheckResult(False, res.title, res.message, base + tuple(extra))
 
@@ -57,13 +74,24 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
     title = f"block choice reaching {goal_pct:.0f}% of Tensor Engine peak at {size}^3"
     if any(v is None or v is Ellipsis for v in (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k)):
         return not_answered(title, "try the panel above: block sizes are counts of 128 x 512 tiles")
+    uneven = _uneven_blocks(size, (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k), target)
+    if uneven:
+        dim, tiles, tile, block = uneven[0]
+        return CheckResult(False, title, f"the kernel does not run: {dim} = {size} is not a multiple of the {dim} "
+                                         f"block, {tiles} x {tile} = {block} ({size} / {block} = {size / block:.2f})",
+                           ("M, N, K must be divisible by tiles_in_block x tile size; use powers of two ("
+                            + ", ".join(f"tiles_in_block_{d.lower()} = {t} gives {d} blocks of {b}"
+                                        for d, t, _, b in uneven) + ")",))
     r = evaluate_blocks(size, tiles_in_block_m, tiles_in_block_n, tiles_in_block_k, target)
     if not r.ok:
         parts = r.budget.parts()
         big = max(parts, key=parts.get)
-        return CheckResult(False, title, "the kernel does not run: " + r.error.splitlines()[0],
-                           (f"SBUF needs {r.budget.total / 1024:.0f} KiB per partition, {r.budget.capacity / 1024:.0f} "
-                            f"KiB are usable; the biggest part is the {big} ({parts[big] / 1024:.0f} KiB): shrink it",))
+        if r.budget.total > r.budget.capacity or "sbuf" in r.error.lower():
+            hint = (f"SBUF needs {r.budget.total / 1024:.0f} KiB per partition, {r.budget.capacity / 1024:.0f} "
+                    f"KiB are usable; the biggest part is the {big} ({parts[big] / 1024:.0f} KiB): shrink it")
+        else:
+            hint = "read the simulator's error above; the panel shows the same choice with its timeline"
+        return CheckResult(False, title, "the kernel does not run: " + r.error.splitlines()[0], (hint,))
     p = r.profile
     if p.pct_of_tensor_peak >= goal_pct:
         return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
@@ -95,18 +123,43 @@ FUSION_CHECK_SHAPE = (256, 512)
 FUSION_PROFILE_SHAPE = (2048, 1024)
 
 
+FUSION_LARGE_SCALE = 30.0
+"""Scale of the checker's second, large-logit input (|x| up to ~150: exp(x) overflows fp32 above ~88.7)."""
+
+
+def _run_softmax(kern: Any, x: np.ndarray, title: str) -> tuple[np.ndarray | None, CheckResult | None]:
+    """Simulate ``kern(x)``; (output as float64 or None, None) or (None, the failed CheckResult)."""
+    import trnsim.nki as nki
+    from trnsim.models.tiling import format_kernel_error
+
+    try:
+        with np.errstate(all="ignore"):   # an overflowing kernel is reported below, not as a numpy warning
+            got = nki.simulate(kern)(x)
+    except NotImplementedError:   # the student version's blank kernel body
+        return None, CheckResult(False, title, "not answered yet",
+                                 ("write the body of softmax_fused between the markers (replace the "
+                                  "raise NotImplementedError()) and run the cell again",))
+    except nki.KernelError as err:
+        return None, CheckResult(False, title, "the simulator rejected the kernel",
+                                 (format_kernel_error(err).replace("\n", "\n   "),))
+    except Exception as err:  # a learner's kernel can fail in any way; report it, do not crash the notebook
+        return None, CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
+                                 ("run softmax_fused on a small input yourself to see where it fails",))
+    return (np.asarray(got, dtype=np.float64) if got is not None else None), None
+
+
 def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     """Notebook 06: a one-pass softmax kernel - right numbers, half the HBM traffic of
     :data:`softmax_two_pass`, and no separate row-sum reduction.
 
-    Correctness on a seeded fp32 [256, 512] input against numpy; traffic and instruction mix from a
-    timing-only profile on [2048, 1024] fp32.
+    Correctness on a seeded fp32 [256, 512] input (standard normal x 4) against numpy, then on a second
+    one with large logits (x :data:`FUSION_LARGE_SCALE`), where a kernel that skips the row max overflows;
+    traffic and instruction mix from a timing-only profile on [2048, 1024] fp32.
     """
     import trnsim.nki as nki
     import trnsim.nki.typing as nt
     from trnsim.kernels import reference
     from trnsim.perf import profile
-    from trnsim.models.tiling import format_kernel_error
 
     title = "fused softmax"
     if kernel is None or kernel is Ellipsis:
@@ -116,20 +169,10 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                            ("pass the function itself, check_fused_softmax(softmax_fused), without calling it",))
     kern = kernel if isinstance(kernel, nki.Kernel) else nki.jit(kernel)
     x = np.random.default_rng(seed).standard_normal(FUSION_CHECK_SHAPE).astype(np.float32) * 4
-    try:
-        got = nki.simulate(kern)(x)
-    except NotImplementedError:   # the student version's blank kernel body
-        return CheckResult(False, title, "not answered yet",
-                           ("write the body of softmax_fused between the markers (replace the "
-                            "raise NotImplementedError()) and run the cell again",))
-    except nki.KernelError as err:
-        return CheckResult(False, title, "the simulator rejected the kernel",
-                           (format_kernel_error(err).replace("\n", "\n   "),))
-    except Exception as err:  # a learner's kernel can fail in any way; report it, do not crash the notebook
-        return CheckResult(False, title, f"the kernel raised {type(err).__name__}: {err}",
-                           ("run softmax_fused on a small input yourself to see where it fails",))
+    got, failed = _run_softmax(kern, x, title)
+    if failed is not None:
+        return failed
     want = reference.softmax(x)
-    got = np.asarray(got, dtype=np.float64) if got is not None else None
     if got is None or got.shape != want.shape:
         return CheckResult(False, title, f"expected an output of shape {want.shape}, got "
                                          f"{None if got is None else got.shape}",
@@ -146,6 +189,21 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                      "every tile must load and store its own 128 rows"]
         err = float(np.abs(got - want).max())
         return CheckResult(False, title, f"wrong values (max |kernel - numpy| = {err:.2e})", tuple(hints))
+    # Large logits: exp(x) without the row max (or with bias=+max) is right for the small inputs above,
+    # but overflows fp32 (exp(x) = inf for x > 88.7) once the logits are large, as real attention scores can be.
+    big = np.random.default_rng(seed + 1).standard_normal(FUSION_CHECK_SHAPE).astype(np.float32) * FUSION_LARGE_SCALE
+    got, failed = _run_softmax(kern, big, title)
+    if failed is not None:
+        return failed
+    want = reference.softmax(big)
+    if got is None or got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-6):
+        bad = 0 if got is None or got.shape != want.shape else int((~np.isfinite(got)).sum())
+        what = f"{bad:,} of {want.size:,} outputs are inf or NaN" if bad else "wrong values"
+        return CheckResult(False, title, f"right for inputs x 4, but not for large logits (inputs x "
+                                         f"{FUSION_LARGE_SCALE:g}): {what}",
+                           ("subtract each row's max before the exp (exp overflows to inf for large logits): "
+                            "nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=t, axis=1, negate=True), then "
+                            "nisa.activation(..., data=t, bias=neg_max, ...)",))
     spec = nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"]
     try:
         mine = profile(kern, spec, numerics=False)

@@ -23,6 +23,24 @@ from trnsim.course.viz.numerics import plot_accumulation, plot_bit_layout, plot_
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
 
 
+def adjacent(x: float, fmt: str) -> tuple[float | None, float | None]:
+    """The representable numbers just below and just above a representable ``x`` in ``fmt``
+    (None where there is no finite one: beyond the largest finite number).
+
+    Probes a quarter of the spacing away on each side: below a power of two the spacing halves, so a
+    quarter of ``ulp(x)`` still lies between ``x`` and its lower neighbour.
+    """
+    f = float_format(fmt)
+    quarter = float(ulp(x, f)) / 4
+    below = neighbours(x - quarter, f)[0]
+    above = neighbours(x + quarter, f)[1]
+
+    def ok(v: float, side: int) -> bool:
+        return math.isfinite(v) and abs(v) <= f.max_normal and (v - x) * side > 0
+
+    return (below if ok(below, -1) else None), (above if ok(above, 1) else None)
+
+
 def describe(x: float, fmt: str) -> tuple[Decoded, str]:
     """Decode ``x`` in ``fmt`` and describe the rounding in a few lines (pure; used by the panel)."""
     f = float_format(fmt)
@@ -38,7 +56,16 @@ def describe(x: float, fmt: str) -> tuple[Decoded, str]:
     rel = err / abs(x) if x != 0 else 0.0
     lo, hi = neighbours(x, f)
     lines.append(f"rounding error: {err:.3g} (relative {rel:.2e}; at most u = {f.unit_roundoff:.2e} for normal numbers)")
-    lines.append(f"spacing (ulp) here: {float(ulp(x, f)):.3g}; neighbours {lo:.7g} and {hi:.7g}")
+    if lo == hi:   # x is a number of the format: show the representable numbers on either side of it
+        below, above = adjacent(x, f)
+        digits = 9 if f.mantissa_bits > 10 else 7   # enough to tell fp32 neighbours of 1 apart from 1
+        shown = ["none" if v is None else f"{v:.{digits}g}" for v in (below, above)]
+        end = (f" ({x:.7g} is the {'largest' if x > 0 else 'most negative'} finite {f.label} number)"
+               if None in (below, above) else "")
+        lines.append(f"spacing (ulp) here: {float(ulp(x, f)):.3g}; exactly representable; adjacent values "
+                     f"{shown[0]} and {shown[1]}{end}")
+    else:
+        lines.append(f"spacing (ulp) here: {float(ulp(x, f)):.3g}; neighbours {lo:.7g} and {hi:.7g}")
     if lo != hi:
         p = stochastic_up_probability(x, f)
         lines.append(f"stochastic rounding: to {hi if x > 0 else lo:.7g} with p = {p:.3f}, "
