@@ -322,7 +322,7 @@ class Context:
             elif isinstance(fill, str):  # uninitialised: NaN for floats, 4 for ints (as NKI's simulator)
                 t.data = np.full(shape, np.nan if dt.is_float(dtype_name) else 4, dtype=st)
             elif dt.is_int(dtype_name):   # integer fills exactly (a float32 round trip loses bits above 2**24)
-                t.data = np.full(shape, int(fill), dtype=st)
+                t.data = dt.cast(np.full(shape, fill, dtype=np.float64), dtype_name)
             else:
                 t.data = dt.cast(np.full(shape, fill, dtype=np.float32), dtype_name)
             if buffer == "psum":

@@ -75,7 +75,7 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             raise KernelError("err_activation_scale_invalid_type",
                               f"activation scale tile has dtype {sv.tensor.dtype_name}; it must be float32",
                               "keep the scale vector in nl.float32")
-    sc, sc_vec = scalar_or_vector(scale, P, api, "scale", reads)
+    sc, sc_vec = scalar_or_vector(scale, P, api, "scale", reads, optional=True)   # None: no scale
     nki06 = ctx.dialect != "beta1"
     # NeuronCore-v2: bias is a [N, 1] vector; "starting NeuronCore-v3, bias can either be a compile-time constant
     # scalar or a [N, 1] vector" (nki.isa.activation)
@@ -101,7 +101,7 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             raise KernelError("err_activation_bias_invalid_type",
                               f"activation bias has dtype {bv.tensor.dtype_name}; it must be float32/float16/bfloat16",
                               "cast the bias tile")
-    bi, bi_vec = scalar_or_vector(bias, P, api, "bias", reads)
+    bi, bi_vec = scalar_or_vector(bias, P, api, "bias", reads, optional=True)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
     res = None

@@ -168,10 +168,15 @@ def dtype_or(dtype, default: str, api: str = "") -> str:
     return default if dtype is None else dtype_arg(dtype, api)
 
 
-def scalar_or_vector(x, P: int, api: str, arg: str, reads: list):
-    """Scalar operand (python number) or per-partition vector tile [P, 1] -> (value or array, is_vec)."""
+def scalar_or_vector(x, P: int, api: str, arg: str, reads: list, *, optional: bool = False):
+    """Scalar operand (python number) or per-partition vector tile [P, 1] -> (value or array, is_vec).
+    ``None`` is ``(None, False)`` for an ``optional`` operand and a KernelError for a required one (it would
+    compute as NaN)."""
     if x is None:
-        return None, False
+        if optional:
+            return None, False
+        raise KernelError("err_operand_type", f"operand '{arg}' of '{api}' is None, but it is required",
+                          f"pass {arg}=<a Python number or a [{P}, 1] tile>")
     if is_tile(x):
         v = tile_arg(x, api, arg)
         if v.shape[0] != P or free_size(v.shape) != 1:

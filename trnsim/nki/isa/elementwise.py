@@ -125,9 +125,9 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
         raise KernelError("err_invalid_arguments",
                           f"operand1={operand1!r} of nisa.tensor_scalar is given without op1: op1 and operand1 must "
                           "both be None when unused", "drop operand1, or pass the op1 it goes with")
-    o0, vec0 = scalar_or_vector(None if n0 in UNARY_ALU else operand0, P, api, "operand0", reads)
-    o1, vec1 = scalar_or_vector(None if n1 in UNARY_ALU else operand1, P, api, "operand1", reads) \
-        if op1 is not None else (None, False)
+    o0, vec0 = (None, False) if n0 in UNARY_ALU else scalar_or_vector(operand0, P, api, "operand0", reads)
+    o1, vec1 = (None, False) if op1 is None or n1 in UNARY_ALU else \
+        scalar_or_vector(operand1, P, api, "operand1", reads)
     bits = n0 in BITVEC
     if n1 is not None and (n1 in BITVEC) != bits and nki06:
         raise KernelError("err_unsupported_op",

@@ -19,9 +19,9 @@ from trnsim.nki.rules import fmt_shape
 def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
     """``value`` of a fill (memset, nl.full / zeros / ones, ``tile[...] = number``) into a ``dtype_name`` tile of
     ``shape``, as the float the engine writes. The value must be a number the dtype can hold: an integer tile
-    takes values in its range (the engine's output conversion would saturate), a float tile finite values below
-    its largest finite value (they would become inf; +-inf and nan themselves are accepted), an MX x4-packed tile
-    only 0 (NKI 0.6 ``nisa.memset``)."""
+    takes values in its range once rounded to the nearest integer, ties to even (the engine's output conversion;
+    it would saturate), a float tile finite values below its largest finite value (they would become inf; +-inf
+    and nan themselves are accepted), an MX x4-packed tile only 0 (NKI 0.6 ``nisa.memset``)."""
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise KernelError("err_memset_value_type",
                           f"{api} value {value!r} ({type(value).__name__}) for tile {fmt_shape(shape)} {dtype_name} "
@@ -43,6 +43,8 @@ def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
         else:
             info = np.iinfo(dt.value_dtype(dtype_name))
             lo, hi = int(info.min), int(info.max)
+        if dt.is_int(dtype_name) and math.isfinite(v):
+            v = float(np.rint(v))     # float -> integer rounds to nearest, ties to even (as dt.cast does)
         if not (math.isfinite(v) and lo <= v <= hi):
             raise KernelError("err_memset_value_out_of_range",
                               f"{where}: {dtype_name} holds {lo}..{hi} (the engine would store a saturated value)",
@@ -73,8 +75,9 @@ def _memset_into(dview, value, mask=None, eng="vector"):
     d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
     ctx.last_mask = None
     if ctx.numerics:
-        vals = np.full(d.shape, int(value), dtype=d.tensor.data.dtype) if dt.is_int(d.tensor.dtype_name) else \
-            np.full(d.shape, value, dtype=np.float32)     # integer fills exactly, floats via the fp32 fill value
+        # integer fills exactly (float64 holds every 32-bit integer), floats via the fp32 fill value
+        vals = dt.cast(np.full(d.shape, value, dtype=np.float64), d.tensor.dtype_name) \
+            if dt.is_int(d.tensor.dtype_name) else np.full(d.shape, value, dtype=np.float32)
         write(d, vals, mask_array(mask, tuple(d.shape)))
         if d.tensor.acc is not None:
             d.tensor.acc[d.npkey()] = value != 0.0   # a zero fill folds into the next matmul
@@ -157,15 +160,19 @@ def _memset_06(dst, value, engine, name):
 
 
 def _iota_06(dst, pattern, offset, channel_multiplier, name):
-    """``dst[p, ...] = offset + channel_multiplier * p + sum(step_k * i_k)`` over ``pattern`` (GpSimd, int32
-    arithmetic, cast to dst's dtype)."""
+    """``dst[p, ...] = offset + channel_multiplier * p + sum(step_k * i_k)`` over ``pattern`` (GpSimd, 32-bit
+    integer arithmetic that wraps like int32, cast to dst's dtype): an int32 / uint32 dst receives the exact
+    32-bit word, other dtypes the converted value."""
     ctx = current()
     d = tile_arg(dst, "iota", "dst", ("sbuf",))
     P = d.shape[0]
     vals = pattern_values(pattern, offset, channel_multiplier, P, "iota", d.shape)
     res = None
     if ctx.numerics:
-        res = vals.astype(np.int32).astype(np.float32).reshape(d.shape)
+        v32 = vals.astype(np.int32)                   # int64 -> int32 wraps modulo 2**32
+        dname = d.tensor.dtype_name
+        res = (v32.view(np.uint32) if dname == "uint32" else v32 if dname == "int32" else
+               v32.astype(np.float32)).reshape(d.shape)
         store_result(ctx, d, res, None)
     n = free_size(d.shape)
     ctx.emit("iota", "gpsimd", (), (d,), {}, 0, 0, n, P)

@@ -99,7 +99,7 @@ def activate2(dst=None, op=None, data=None, imm0=None, imm1=None, op0=None, op1=
     if vec0 and vec1 and i0.tensor.dtype_name != i1.tensor.dtype_name:
         raise KernelError("err_dtype_mismatch", f"'{api}' imm0 ({i0.tensor.dtype_name}) and imm1 "
                           f"({i1.tensor.dtype_name}) tiles must have the same dtype", "keep both in nl.float32")
-    rp, rvec = scalar_or_vector(relu_param, P, api, "relu_param", reads)
+    rp, rvec = scalar_or_vector(relu_param, P, api, "relu_param", reads, optional=a != "prelu")   # prelu slope
     acc = _accum.start(ctx, "scalar", cmd, rname or "add", P, api)
     res = None
     if ctx.numerics:

@@ -235,10 +235,8 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
         raise KernelError("err_unsupported_op", f"reduce_op={rname} of '{api}': the Vector Engine accumulator "
                           "reduces with add, multiply, max or min", "pass reduce_op=nl.add, nl.multiply, nl.max or "
                           "nl.min")
-    if n0 in UNARY_ALU:
-        check_unary_operand(n0, operand0, api, "operand0")
-        operand0 = None
-    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
+    check_unary_operand(n0, operand0, api, "operand0")
+    o0, vec0 = (None, False) if n0 in UNARY_ALU else scalar_or_vector(operand0, P, api, "operand0", reads)
     cmd = _accum.check_cmd(reduce_cmd, api, (_rc.reset_reduce, _rc.reduce, _rc.load_reduce))
     if reduce_init is not None and cmd != _rc.load_reduce:
         raise KernelError("err_invalid_arguments", f"'{api}' reduce_init is only used with reduce_cmd.load_reduce "

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from trnsim.nki import dtypes as dt
 from trnsim.nki.context import current, read
 from trnsim.nki.isa.common import (REQUIRED, dtype_or, finish, free_size, out_tile, pattern_values, result_of,
                                    store_result, tile_arg, two_forms)
 from trnsim.nki.isa.ops import ALU, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Mask, mask_array
+
+_CMP = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 
 
 def _affine_select_beta1(pred, on_true_tile, on_false_value, *, dtype=None, mask=None, dst=None, **kw):
@@ -46,10 +49,18 @@ def _affine_select_06(dst, pattern, channel_multiplier, on_true_tile, on_false_v
                           f"({type(on_false_value).__name__}) is not a number", "pass a Python float, e.g. -1e9")
     vals = pattern_values(pattern, offset, channel_multiplier, P, "affine_select", d.shape)
     cmp = op_name(cmp_op)
+    if cmp not in _CMP:
+        # "cmp_op: comparison operator to use for predicate evaluation" (nki.isa.affine_select)
+        raise KernelError("err_unsupported_op", f"cmp_op={cmp} of 'affine_select' is not a comparison operator",
+                          "use nl.equal, nl.not_equal, nl.less, nl.less_equal, nl.greater or nl.greater_equal")
     res = None
     if ctx.numerics:
         pred = ALU[cmp](vals.astype(np.float32), np.float32(0)).reshape(d.shape) != 0
-        res = np.where(pred, read(v), np.float32(on_false_value)).astype(np.float32)
+        dname = d.tensor.dtype_name
+        if v.tensor.dtype_name == dname:    # same dtype: selected elements are copied bit-exactly
+            res = np.where(pred, read(v, raw=True), dt.cast(np.array(on_false_value, dtype=np.float32), dname))
+        else:                               # a differing dtype goes through FP32
+            res = np.where(pred, read(v), np.float32(on_false_value)).astype(np.float32)
         store_result(ctx, d, res, None)
     n = free_size(d.shape)
     ctx.emit("affine_select", "gpsimd", (v,), (d,), {"cmp_op": cmp}, n * P, 0, n, P)

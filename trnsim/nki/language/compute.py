@@ -278,8 +278,13 @@ def where(condition, x, y, dtype=None, *, mask=None, **kwargs):
     dview, out_t = _common.out_tile(shape, odt, "sbuf", "where")
     res = None
     if ctx.numerics:
-        vals = [read(v) if not isinstance(v, float) else np.float32(v) for v in xs]
-        res = np.where(read(c) != 0, vals[0], vals[1]).astype(np.float32)
+        if _dt.is_int(odt) and builtins.all(isinstance(v, float) or v.tensor.dtype_name == odt for v in xs):
+            # integer tiles of the output dtype are selected exactly (no FP32 round trip)
+            vals = [read(v, raw=True) if not isinstance(v, float) else _dt.cast(np.array(v), odt) for v in xs]
+            res = np.where(read(c) != 0, vals[0], vals[1])
+        else:
+            vals = [read(v) if not isinstance(v, float) else np.float32(v) for v in xs]
+            res = np.where(read(c) != 0, vals[0], vals[1]).astype(np.float32)
         res = np.broadcast_to(res, shape)
         _common.store_result(ctx, dview, res, None)
     n = _common.free_size(shape)

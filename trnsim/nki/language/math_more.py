@@ -268,7 +268,7 @@ def gather_flattened(data, indices, axis=0, dtype=None, **kwargs):
     nfree = _common.free_size(dv.shape)
     if ctx.numerics:
         P = dv.shape[0]
-        flat = read(dv).reshape(P, nfree)
+        flat = read(dv, raw=_dt.is_int(dv.tensor.dtype_name)).reshape(P, nfree)   # integers gather exactly
         idx = read(iv, raw=True).reshape(P, -1).astype(np.int64)
         bad = (idx < 0) | (idx >= nfree)
         if bad.any():
