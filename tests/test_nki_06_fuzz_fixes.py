@@ -185,3 +185,42 @@ def test_a_float_fill_in_range_after_rounding_is_accepted_and_integer_fills_stay
     def over(a):
         return hbm(nl.full((1, 1), 127.5, dtype=nl.int8))      # rounds to 128: outside int8
     broken(over, np.zeros((1, 1), np.float32), rule="err_memset_value_out_of_range")
+
+
+# ------------------------------------------------------------------ partition access is contiguous (nki-aps.rst)
+
+@pytest.mark.parametrize("view", [lambda t: t[0:16:2, :], lambda t: t[::-1, :], lambda t: t.slice(0, 0, 16, 2),
+                                  lambda t: t.permute((0, 1))[0:16:2]])
+def test_a_strided_partition_slice_is_an_invalid_access_pattern(view):
+    """On SBUF / PSUM an access reads its partitions contiguously, in order; a step on the partition dimension is
+    refused as the same pattern through .ap() already was (free-dimension steps stay legal)."""
+    def k(a):
+        v = view(sb(a))
+        d = new(v.shape, a.dtype)
+        nisa.tensor_copy(dst=d, src=v)
+        return hbm(d)
+    msg = broken(k, np.arange(64, dtype=np.float32).reshape(16, 4), rule="err_invalid_access_pattern")
+    assert "partition dimension" in msg
+
+    def ok(a):
+        v = sb(a)[0:16, 0:4:2]
+        d = new(v.shape, a.dtype)
+        nisa.tensor_copy(dst=d, src=v)
+        return hbm(d)
+    x = np.arange(64, dtype=np.float32).reshape(16, 4)
+    np.testing.assert_array_equal(sim(ok, x), x[:, ::2])
+
+
+def test_tensor_indirection_is_refused_with_the_simulated_alternatives():
+    """NkiTensor.indirect exists (a documented NKI 0.6 name) but is not simulated: a clear KernelError, not an
+    AttributeError and not a guessed answer."""
+    def k(a):
+        t = sb(a)
+        idx = new((32, 1), nl.int32)
+        nisa.iota(idx, [[1, 1]], 0, 0)
+        v = t.indirect(idx)
+        d = new(v.shape, a.dtype)
+        nisa.tensor_copy(dst=d, src=v)
+        return hbm(d)
+    msg = broken(k, np.zeros((32, 8), np.float32), rule="err_unsupported_feature", target="trn3")
+    assert "vector_select" in msg

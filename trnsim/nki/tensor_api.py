@@ -247,6 +247,21 @@ class NkiTensorMethods:
         ``scalar_offset`` / ``vector_offset``); such a view cannot be indirected again."""
         return getattr(_view_of(self), "runtime_index", None) is not None
 
+    def indirect(self, index, num_elem: int | None = None):
+        """NKI 0.6 Tensor Indirection (``NkiTensor.indirect``, NeuronCore-v4 and later): not simulated by trnsim.
+        The reference does not pin its semantics down: the method's docstring gathers free-dimension offsets read
+        from ``index`` in a snake order whose group size depends on the consuming engine (16 or 32) and, taken
+        literally, runs past the index tile for the default ``num_elem``, while the 0.5.0 release notes describe
+        it as selecting partitions. A simulation would be a guess that does not transfer to the device, so the
+        call is refused with the alternatives that are simulated."""
+        raise KernelError("err_unsupported_feature",
+                          "NkiTensor.indirect (Tensor Indirection on NeuronCore-v4) is not simulated by trnsim: the "
+                          "NKI 0.6 reference describes it two incompatible ways (free-dimension offsets in a snake "
+                          "order, or a selection of partitions), so a simulated answer could not be trusted",
+                          "gather rows with x.vector_select(0, idx) or x.ap(pattern, vector_offset=idx, "
+                          "indirect_dim=0) and nisa.dma_copy, or gather on chip with nisa.nc_n_gather / "
+                          "nisa.local_gather")
+
     # ------------------------------------------------------------------ selecting views
     def slice(self, dim: int, start: int, end: int, step: int = 1):
         """Elements ``start:end:step`` of dimension ``dim`` (``0 <= start < end <= shape[dim]``, ``step >= 1``)."""

@@ -1400,6 +1400,10 @@ def _index(view: View, key) -> View:
                               "index with ints, slices, nl.ds(start, size), or nl.arange / nl.mgrid expressions")
     if not adv:
         ranges = tuple(out)
+        if not DIALECT.beta1 and t.buffer != "hbm":
+            r = ranges[t.pdim]
+            if r[0] == "r":
+                _check_partition_step(t, r[2], r[3])
         if ranges == view.ranges:
             ranges = view.ranges
             if ranges is t._full_ranges:
@@ -1463,6 +1467,8 @@ def _index_reordered(view: View, key) -> View:
         if n and (min(s0, last) < 0 or max(s0, last) >= size):
             raise _oob(t, d, min(s0, last), max(s0, last), size)
         picks.append((s0, st, n))
+    if t.buffer != "hbm" and len(picks[0]) == 3:   # on chip view dim 0 is the partition dim
+        _check_partition_step(t, picks[0][1], picks[0][2])
     new_shape = tuple(p[2] for p in picks if len(p) == 3)
     entries = _affine_entries(view) if new_shape and 0 not in new_shape else None
     if entries is not None:   # symbolic, as View.permute
@@ -1493,6 +1499,19 @@ def _index_reordered(view: View, key) -> View:
     if flat.ndim == 0:
         flat = flat.reshape(1)
     return view._reordered(flat, keep_index=False)
+
+
+def _check_partition_step(t: Tensor, step: int, count: int) -> None:
+    """NKI 0.6 (nki-aps.rst): on SBUF / PSUM the partitions of an access are read contiguously, so a slice of the
+    partition dimension with a step other than 1 is err_invalid_access_pattern (as the same pattern through
+    ``.ap()`` is)."""
+    if step != 1 and count > 1:
+        raise KernelError("err_invalid_access_pattern",
+                          f"a slice with step {step} of the partition dimension of {t.buffer} tensor "
+                          f"`{t.name or 'tile'}`{fmt_shape(t.shape)}: partitions must be accessed contiguously, in "
+                          "order (step 1)",
+                          "slice partitions with step 1 (x[a:b, ...]) and put the stride on a free dimension, or "
+                          "move data between partitions with nisa.nc_transpose / a matmul / a DMA")
 
 
 def _permuted_affine(view: View, dims: tuple) -> View | None:
