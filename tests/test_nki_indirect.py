@@ -499,3 +499,25 @@ def test_dimension_views_of_a_part_of_a_tensor():
                                   x[:, None, 2:4])
     assert "flatten_dims" in broken(_through_sbuf(lambda t: t[:, :, 0:2].flatten_dims(1, 2), (128, 16)), x,
                                     rule="err_unsupported_reshape")
+
+
+def test_dma_transpose_of_a_scalar_offset_source():
+    """NKI 0.5+: dma_transpose reads a source shifted by a runtime scalar (.ap(scalar_offset=...)); with
+    oob_mode=skip an offset outside the source skips the transfer, with the default it is an error."""
+    def kern(oob):
+        def k(s, i):
+            isb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=isb, src=i)
+            d = nl.ndarray((16, 16), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.memset(dst=d, value=-1.0)
+            nisa.dma_transpose(dst=d, src=s.ap(pattern=[[16, 16], [1, 16]], scalar_offset=isb, indirect_dim=0),
+                               oob_mode=oob)
+            out = nl.ndarray((16, 16), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=d)
+            return out
+        return k
+    s = np.arange(4 * 16 * 16, dtype=np.float32).reshape(4, 16, 16).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(sim(kern(nisa.oob_mode.error), s, np.array([[2]], np.int32)), s[2].T)
+    skipped = sim(kern(nisa.oob_mode.skip), s, np.array([[7]], np.int32))
+    assert (skipped.astype(np.float32) == -1).all()
+    broken(kern(nisa.oob_mode.error), s, np.array([[7]], np.int32), rule="err_tensor_access_out_of_bound")

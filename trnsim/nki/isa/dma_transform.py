@@ -49,7 +49,9 @@ def _dma_attrs(api: str, d, s_list, nbytes: int) -> dict:
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob_mode=_oob.error, name=None):
     """``dst = src.transpose(axes)`` by DMA into SBUF. ``axes`` (default by rank): (1, 0), (2, 1, 0) or
     (3, 1, 2, 0). ``dge_mode=hwdge`` adds the hardware DGE limits (2-byte dtype, ``src.shape[-1] <= 128``,
-    partition-count rules)."""
+    partition-count rules). ``src`` may be runtime-indexed: ``.ap(vector_offset=...)`` is the software-DGE
+    gather-transpose (its own limits); ``.ap(scalar_offset=...)`` shifts the whole read by a runtime scalar, and
+    with ``oob_mode=skip`` an offset outside the source skips the transfer (NKI 0.5.0 release notes)."""
     ctx = current()
     api = "dma_transpose"
     s = _dma_view(src, api, "src")
@@ -72,15 +74,16 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob
                           f"shape {fmt_shape(want)} (src{fmt_shape(s.shape)}, axes {perm})",
                           f"allocate dst as {want}")
     indirect = getattr(s, "runtime_index", None)
-    if indirect is not None:
+    if indirect is not None and indirect.kind == "vector":
         _check_gather_transpose(ctx, s, indirect, dge_mode)
     elif dge_mode not in (_dge.unknown, _dge.hwdge):
+        # direct, or shifted by a runtime scalar (.ap(scalar_offset=...), NKI 0.5+ with oob_mode.skip)
         raise KernelError("err_invalid_dge_mode", f"dge_mode={dge_mode!r}: a direct dma_transpose runs with "
                           "dge_mode unknown or hwdge (swdge is the indirect gather-transpose)",
                           "drop dge_mode (the compiler chooses) or pass nisa.dge_mode.hwdge")
     if oob_mode == _oob.skip and indirect is None:
         raise KernelError("err_invalid_arguments", f"oob_mode=skip of '{api}' is valid only when src uses indirect "
-                          "indexing (.ap(vector_offset=...))", "drop oob_mode")
+                          "indexing (.ap(vector_offset=...) or .ap(scalar_offset=...))", "drop oob_mode")
     if priority is not None:
         if int(str(ctx.limits.neuroncore_version).split("v")[-1]) < 4:
             raise KernelError("err_unsupported_on_target", f"DMA priority is NeuronCore-v4+ ({ctx.target} is "
@@ -121,9 +124,9 @@ def _check_gather_transpose(ctx, s, indirect, dge_mode) -> None:
     api = "dma_transpose"
     idx = indirect.index
     fix = "see the indirect-transpose limits in the nki.isa.dma_transpose reference"
-    if indirect.kind != "vector" or idx is None:
-        raise KernelError("err_invalid_access_pattern", f"an indirect '{api}' gathers rows with vector_offset; got a "
-                          f"{indirect.kind} offset", "use src.ap(pattern, vector_offset=indices, indirect_dim=0)")
+    if idx is None:
+        raise KernelError("err_invalid_access_pattern", f"an indirect '{api}' gathers rows with a vector_offset "
+                          "index tile", "use src.ap(pattern, vector_offset=indices, indirect_dim=0)")
     if dge_mode not in (_dge.unknown, _dge.swdge):
         raise KernelError("err_invalid_dge_mode", f"dge_mode={dge_mode!r}: the indirect dma_transpose is a "
                           "software-DGE gather-transpose", "drop dge_mode or pass nisa.dge_mode.swdge")
