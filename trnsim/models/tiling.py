@@ -177,11 +177,17 @@ def _notes(c: TilingChoice, owner: np.ndarray) -> tuple[str, ...]:
     if int(c.loops[0]) > need_i or int(c.loops[1]) > need_j:
         notes.append(f"the loops run more often than there are tiles: iterations beyond {need_i} x {need_j} "
                      "start past the end of the output and do no work")
+    # a ragged edge is clipped only if the loops reach its tile (a loop that stops short leaves those rows or
+    # columns unwritten, said above, and clips nothing there)
     rag_p, rag_f = c.rows % c.tile_p, c.cols % c.tile_f
-    if rag_p:
-        notes.append(f"ragged rows: the last row of tiles is clipped to {rag_p} of {c.tile_p} partitions")
-    if rag_f:
-        notes.append(f"ragged columns: the last column of tiles is clipped to {rag_f} of {c.tile_f} elements")
+    if rag_p and int(c.loops[0]) >= need_i:
+        which = "the last row of tiles" if int(c.loops[0]) == need_i else \
+            f"the last row of tiles that reaches the output (rows {(need_i - 1) * c.tile_p}-{c.rows - 1})"
+        notes.append(f"ragged rows: {which} is clipped to {rag_p} of {c.tile_p} partitions")
+    if rag_f and int(c.loops[1]) >= need_j:
+        which = "the last column of tiles" if int(c.loops[1]) == need_j else \
+            f"the last column of tiles that reaches the output (columns {(need_j - 1) * c.tile_f}-{c.cols - 1})"
+        notes.append(f"ragged columns: {which} is clipped to {rag_f} of {c.tile_f} elements")
     return tuple(notes)
 
 

@@ -3,15 +3,12 @@ loops; see which iteration writes which tile, what the ``min()`` bound clips off
 simulator's error when a choice breaks a rule.
 
 Thin wiring only: :func:`trnsim.models.tiling.simulate_coverage` runs the kernel on trnsim.nki and
-:func:`trnsim.course.viz.tiling.plot_coverage` draws it; :func:`summarize` keeps the ragged-edge notes to the
-tiles the loops actually visit. Drive it in code by setting ``panel.rows.value``,
+:func:`trnsim.course.viz.tiling.plot_coverage` draws it. Drive it in code by setting ``panel.rows.value``,
 ``panel.cols.value``, ``panel.tile_p.value``, ``panel.tile_f.value``, ``panel.loops_p.value``,
 ``panel.loops_f.value``, ``panel.clip.value`` (or ``panel.fit.click()``); read ``panel.result``
 (a :class:`~trnsim.models.tiling.Coverage`), ``panel.summary`` and ``panel.error``.
 """
 from __future__ import annotations
-
-import dataclasses
 
 import ipywidgets as widgets
 
@@ -23,34 +20,9 @@ TILE_P_OPTIONS = (16, 32, 64, 128, 256)
 TILE_F_OPTIONS = (128, 256, 512, 1024, 2048)
 
 
-def visited_notes(cov: Coverage) -> tuple[str, ...]:
-    """``cov.notes`` with the ragged-row and ragged-column notes only for a ragged tile the loops visit.
-
-    A row loop that stops before the last (ragged) row of tiles never clips it: those rows are simply not
-    written (the "never written" note says so), and :attr:`Coverage.clipped_elements`, which counts the
-    visited tiles only, contains none of them.
-    """
-    c = cov.choice
-    need_i, need_j = c.tiles_needed
-    notes = [n for n in cov.notes if not n.startswith(("ragged rows:", "ragged columns:"))]
-    rag_p, rag_f = c.rows % c.tile_p, c.cols % c.tile_f
-    if rag_p and int(c.loops[0]) >= need_i:
-        which = "the last row of tiles" if int(c.loops[0]) == need_i else \
-            f"the last row of tiles that reaches the output (rows {(need_i - 1) * c.tile_p}-{c.rows - 1})"
-        notes.append(f"ragged rows: {which} is clipped to {rag_p} of {c.tile_p} partitions")
-    if rag_f and int(c.loops[1]) >= need_j:
-        which = "the last column of tiles" if int(c.loops[1]) == need_j else \
-            f"the last column of tiles that reaches the output (columns {(need_j - 1) * c.tile_f}-{c.cols - 1})"
-        notes.append(f"ragged columns: {which} is clipped to {rag_f} of {c.tile_f} elements")
-    return tuple(notes)
-
-
 def summarize(choice: TilingChoice) -> tuple[Coverage, str]:
-    """Run ``choice`` on the simulator; its :class:`Coverage` (notes from :func:`visited_notes`) and the
-    text summary the panel prints."""
+    """Run ``choice`` on the simulator: its :class:`Coverage` and the text summary the panel prints."""
     cov = simulate_coverage(choice)
-    if cov.ok:
-        cov = dataclasses.replace(cov, notes=visited_notes(cov))
     return cov, format_coverage(cov)
 
 
