@@ -159,8 +159,10 @@ def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: st
 
         ax.set_xscale("log")
         ax.set_yscale("log")
+        # labels at 1-2-5 per decade, plus 3 on a narrow range (under 1.5 decades would otherwise show two)
+        subs = (1.0, 2.0, 3.0, 5.0) if hi / lo < 30 else (1.0, 2.0, 5.0)
         for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            axis.set_major_locator(LogLocator(subs=subs))
             axis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
             axis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
     ax.set_xlim(lo, hi)
