@@ -220,6 +220,7 @@ class Context:
         proto._full_geom = fv.region() + (fv.contiguous_bytes(),)   # geometry of the full-view Operand
         template = dict(proto.__dict__)
         del template["ctx"], template["name"], template["kind"]
+        template["_geoms"] = {}   # sub-view geometry depends on the spec only: shared by its tensors (Context.operand)
         spec = (shape, template, banks)
         if key is not None and len(self._specs) < 4096:
             self._specs[key] = spec
@@ -447,9 +448,15 @@ class Context:
             return self.full_operand(t, v)
         buf = t.buffer
         reg = v._reg
-        p0, np_, b0, b1 = reg if reg is not None else v.region()
+        geoms = t._geoms if cache is not None else None
+        g = geoms.get(ranges) if geoms is not None else None
+        if g is None:
+            p0, np_, b0, b1 = reg if reg is not None else v.region()
+            g = (p0, np_, b0, b1, v.contiguous_bytes())
+            if geoms is not None and len(geoms) < 1024:
+                geoms[ranges] = g
         op = make_operand(t.name, buf, v.shape, t.dtype_name, t.itemsize,
-                          make_region(buf, t.alloc_id, p0, np_, b0, b1), v.contiguous_bytes())
+                          make_region(buf, t.alloc_id, g[0], g[1], g[2], g[3]), g[4])
         v._op = op
         if cache is not None:
             cache[ranges] = op

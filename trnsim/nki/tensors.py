@@ -341,6 +341,7 @@ class Tensor(NkiTensorMethods):
     mm_open = False         # PSUM: a matmul accumulation group is open (numerics=False tracking)
     root = None             # the tensor a reshaped HBM tensor views
     _full_geom = None       # (partition_start, partitions, byte_start, byte_stop, contiguous_bytes) of the full view
+    _geoms = None           # the same for basic sub-views, by ranges: one dict shared by every tensor of a tile spec
 
     def __init__(self, ctx, shape, dtype_name: str, buffer: str, name: str = "", *, pdim: int = 0,
                  data: np.ndarray | None = None, kind: str = "local", alloc_id: int | None = None):
