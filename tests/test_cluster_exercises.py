@@ -74,3 +74,13 @@ def test_every_slip_is_rejected_and_named():
         res = check_ring_allreduce_time(value)
         assert not res.passed, hint
         assert res.hints == (hint,)
+
+
+def test_every_slip_rounded_to_three_significant_figures_is_still_rejected():
+    """The default exercise's numbers keep every slip apart from the right answer even after rounding to 3
+    significant figures (with n = 100 MB the latency was 1% of the total, and a 2p-step slip rounded to the
+    right answer)."""
+    from trnsim.course.exercises.cluster import _mistakes
+    for hint, v in _mistakes(RING_EXERCISE).items():
+        rounded = float(f"{v:.3g}")
+        assert not check_ring_allreduce_time(rounded), (hint, v, rounded)

@@ -23,7 +23,7 @@ class RingExercise:
     ranks: int = 8
     link_gbytes_per_s: float = 100.0
     hop_latency_us: float = 1.5
-    message_bytes: int = 100_000_000
+    message_bytes: int = 10_000_000
 
     def describe(self) -> str:
         return (f"ring all-reduce of n = {self.message_bytes:,} bytes over p = {self.ranks} ranks, "
@@ -66,7 +66,7 @@ def _mistakes(ex: RingExercise) -> dict[str, float]:
 
 def _sig3_tolerance(value: float) -> float:
     """Half a unit in the third significant figure of ``value``: how far an answer rounded to 3
-    significant figures can be from it (1771 -> 5, so 1770 is accepted)."""
+    significant figures can be from it (1771 -> 5, so 1770 is accepted; 196 -> 0.5)."""
     return 0.5 * 10.0 ** (math.floor(math.log10(abs(value))) - 2) if value else 0.0
 
 
