@@ -224,3 +224,28 @@ def test_tensor_indirection_is_refused_with_the_simulated_alternatives():
         return hbm(d)
     msg = broken(k, np.zeros((32, 8), np.float32), rule="err_unsupported_feature", target="trn3")
     assert "vector_select" in msg
+
+
+def test_gather_flattened_into_a_narrower_integer_type_saturates():
+    """Integer data gathered into a different integer dtype converts like the engines' output (nl.copy): it
+    saturates at the destination's range, never wraps."""
+    a = np.array([[300, -300, 200, 5]], np.int32)
+    idx = np.arange(4, dtype=np.uint32).reshape(1, 4)
+    for dtype, want in ((nl.int8, [[127, -128, 127, 5]]), (nl.uint32, [[300, 0, 200, 5]]),
+                        (nl.int32, [[300, -300, 200, 5]])):
+        got = sim(lambda x, i: hbm(nl.gather_flattened(sb(x), sb(i), dtype=dtype)), a, idx)
+        np.testing.assert_array_equal(got, np.array(want))
+
+
+def test_an_empty_slice_of_a_permuted_view_and_a_zero_step_ds():
+    def k(x):
+        v = x.permute((1, 0))[2:2, :]
+        assert v.shape == (0, 64)
+        return hbm(sb(x))
+    x = np.zeros((64, 128), np.float32)
+    np.testing.assert_array_equal(sim(k, x), x)
+
+    def zero_step(x):
+        x[:, nl.ds(0, 4, 0)]
+        return hbm(sb(x))
+    assert "step cannot be 0" in broken(zero_step, x, rule="err_invalid_slice")

@@ -193,8 +193,9 @@ def test_unnamed_hbm_tensors_get_readable_queue_labels():
     with its internal allocation key ("store out#2")."""
     from trnsim.perf.schedule import _readable_queue_names
     assert _readable_queue_names(["load x", "store out#5"]) == ["load x", "store output"]
-    assert _readable_queue_names(["load hbm#1", "store out#9", "store out#4 + store out#9", "load hbm#3"]) == \
-        ["load input 1", "store output 1", "store output 2 + store output 1", "load input 2"]
+    assert _readable_queue_names(["load x", "store out#9", "load hbm#9", "store out#4 + store out#9"]) == \
+        ["load x", "store output 1", "load output 1", "store output 2 + store output 1"]   # one number per tensor
+    assert _readable_queue_names(["load output", "store out#3"]) == ["load output", "store unnamed HBM tensor"]
     import trnsim.nki as nki
     import trnsim.nki.isa as nisa
     import trnsim.nki.language as nl

@@ -44,6 +44,10 @@ class DynSlice:
         except TypeError:
             raise KernelError("err_unsupported_index", f"nl.ds({start!r}, {size!r}, {step!r}): start, size and step "
                               "must be integers", "pass ints (use // for integer division)") from None
+        if self.step == 0 or self.size < 0:
+            raise KernelError("err_invalid_slice", f"nl.ds({start}, {size}, {step}): "
+                              + ("the step cannot be 0" if self.step == 0 else "the size cannot be negative"),
+                              "pass nl.ds(start, size) or a non-zero step and a size >= 0")
 
 
 # ----------------------------------------------------------------------------------- index exprs
@@ -888,9 +892,12 @@ class View(NkiTensorMethods):
         t = self.tensor
         idx = np.unravel_index(flat, t.shape)
         view = View(t, None, tuple(IndexExpr(a.ndim, None, arr=np.ascontiguousarray(a)) for a in idx))
-        rows = flat.reshape(flat.shape[0], -1)[0] if flat.ndim > 1 else flat[:1]
-        steps = np.diff(rows)
-        view.ap_run = int(np.argmax(steps != 1) + 1) if (steps != 1).any() else int(rows.size)
+        if flat.size == 0:   # an empty view: no contiguous run
+            view.ap_run = 0
+        else:
+            rows = flat.reshape(flat.shape[0], -1)[0] if flat.ndim > 1 else flat[:1]
+            steps = np.diff(rows)
+            view.ap_run = int(np.argmax(steps != 1) + 1) if (steps != 1).any() else int(rows.size)
         view.runtime_index = self.runtime_index if keep_index else None
         return view
 

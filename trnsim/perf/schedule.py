@@ -139,20 +139,22 @@ _UNNAMED_HBM = re.compile(r"\b(out|hbm)#(\d+)")
 
 
 def _readable_queue_names(names: list[str]) -> list[str]:
-    """Queue labels for people: an unnamed HBM tensor's internal key (``out#7``, ``hbm#3``: its allocation id)
-    becomes "output" / "input", numbered in order of first appearance only when a kernel has several."""
-    seen: dict[str, list[str]] = {"out": [], "hbm": []}
+    """Queue labels for people: an unnamed HBM tensor the kernel made (``nl.ndarray(..., buffer=nl.shared_hbm)``
+    without a name) is keyed internally by its allocation id (``store out#7``, and ``load hbm#7`` when it is read
+    back); it is labelled "output", numbered by first appearance (the same number for its loads and stores)
+    when there are several, or "unnamed HBM tensor" if a named tensor of the kernel is called "output"."""
+    ids: list[str] = []
     for name in names:
-        for kind, aid in _UNNAMED_HBM.findall(name):
-            if aid not in seen[kind]:
-                seen[kind].append(aid)
-    if not seen["out"] and not seen["hbm"]:
+        for _kind, aid in _UNNAMED_HBM.findall(name):
+            if aid not in ids:
+                ids.append(aid)
+    if not ids:
         return names
-    word = {"out": "output", "hbm": "input"}
+    named = {part.split(" ", 1)[-1] for name in names for part in _UNNAMED_HBM.sub("", name).split(" + ")}
+    word = "unnamed HBM tensor" if "output" in named else "output"
 
     def label(m: re.Match) -> str:
-        ids = seen[m.group(1)]
-        return word[m.group(1)] if len(ids) == 1 else f"{word[m.group(1)]} {ids.index(m.group(2)) + 1}"
+        return word if len(ids) == 1 else f"{word} {ids.index(m.group(2)) + 1}"
     return [_UNNAMED_HBM.sub(label, name) for name in names]
 
 
