@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from trnsim.models.systolic import SystolicRun
@@ -55,18 +56,24 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
     colors = _colors(n_dim)
     queue_w = n_dim + k_dim - 1          # longest wait in the skewed queue
     fs = 10 if max(k_dim, m_dim, n_dim) <= 8 else 8
+    # patches are collected per layer and added as one PatchCollection each (add_patch per box costs more than
+    # drawing it: each call updates the data limits)
+    pe_boxes: list = []
+    pe_discs: list = []
+    queue_discs: list = []
+    psum_boxes: list = []
     # --- the PE array: PE (k, m) is the unit square with lower-left corner (m, -k-1)
     for k in range(k_dim):
         for m in range(m_dim):
             col = st.moving_column[k, m]
             face = "white" if col < 0 else (*colors[col][:3], 0.18)
-            ax.add_patch(Rectangle((m + 0.04, -k - 0.96), 0.92, 0.92, facecolor=face,
-                                   edgecolor="#444444" if col >= 0 else "#bbbbbb", lw=1.2))
+            pe_boxes.append(Rectangle((m + 0.04, -k - 0.96), 0.92, 0.92, facecolor=face,
+                                      edgecolor="#444444" if col >= 0 else "#bbbbbb", lw=1.2))
             if show_values:
                 ax.text(m + 0.5, -k - 0.2, f"w={_fmt(run.stationary[k, m])}", ha="center", va="center",
                         fontsize=fs - 1, color="#555555")
             if col >= 0:
-                ax.add_patch(plt.Circle((m + 0.5, -k - 0.5), 0.17, color=colors[col], zorder=3))
+                pe_discs.append(plt.Circle((m + 0.5, -k - 0.5), 0.17, color=colors[col]))
                 if show_values:
                     ax.text(m + 0.5, -k - 0.5, _fmt(st.moving_value[k, m]), ha="center", va="center",
                             fontsize=fs - 1, color="white", zorder=4, fontweight="bold")
@@ -79,7 +86,7 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
             if wait <= 0:
                 continue
             x = -wait + 0.5
-            ax.add_patch(plt.Circle((x, -k - 0.5), 0.2, color=colors[n], alpha=0.9))
+            queue_discs.append(plt.Circle((x, -k - 0.5), 0.2, color=colors[n], alpha=0.9))
             if show_values:
                 ax.text(x, -k - 0.5, _fmt(run.moving[k, n]), ha="center", va="center", fontsize=fs - 1,
                         color="white", fontweight="bold")
@@ -93,8 +100,8 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
         for n in range(n_dim):
             done = st.outputs_done[m, n]
             y = -m - 1
-            ax.add_patch(Rectangle((x0 + n + 0.06, y + 0.06), 0.88, 0.88, facecolor=colors[n] if done else _EMPTY,
-                                   alpha=0.85 if done else 1.0, edgecolor="#999999", lw=0.6))
+            psum_boxes.append(Rectangle((x0 + n + 0.06, y + 0.06), 0.88, 0.88, facecolor=colors[n] if done else _EMPTY,
+                                        alpha=0.85 if done else 1.0, edgecolor="#999999", lw=0.6))
             if done and show_values:
                 ax.text(x0 + n + 0.5, y + 0.5, _fmt(run.out[m, n]), ha="center", va="center", fontsize=fs,
                         color="white", fontweight="bold")
@@ -102,6 +109,9 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
     for n in range(n_dim):
         ax.text(x0 + n + 0.5, 0.08, f"n={n}", ha="center", va="bottom", fontsize=fs - 1)
     ax.text(x0 + n_dim / 2, 0.75, "PSUM out[m, n]", ha="center", va="bottom", fontsize=fs, color="#333333")
+    for patches, z in ((pe_boxes, 1), (queue_discs, 1), (psum_boxes, 1), (pe_discs, 3)):
+        if patches:
+            ax.add_collection(PatchCollection(patches, match_original=True, zorder=z), autolim=False)
     # --- dataflow labels
     ax.add_patch(FancyArrowPatch((-queue_w - 0.3, 0.95), (m_dim, 0.95), arrowstyle="-|>", mutation_scale=10,
                                  color="#888888", lw=1))
