@@ -97,6 +97,20 @@ def test_exercise_checkers_pass_right_and_hint_wrong():
     assert not ex.check_ridge_points(190 / 820, 667 / 2.9)
 
 
+
+def test_peak_tflops_names_the_per_chip_slip():
+    per_core = trnsim.core("NC-v2").tensor_peak_tflops("bf16")
+    cores = trnsim.chip("trn1").neuroncores
+    assert cores == trnsim.chip("inf2").neuroncores == 2
+    assert str(ex.check_peak_tflops(per_core)).endswith(": 91.75 TFLOPS is right")
+    for chip_figure in (cores * per_core, 183.5, trnsim.chip("trn1").peak_tflops["bf16"]):  # 190: the vendor's
+        r = ex.check_peak_tflops(chip_figure)
+        assert not r
+        assert any("per-chip figure" in h and "per NeuronCore" in h and f"divide by {cores}" in h
+                   for h in r.hints), str(r)
+    for other in (per_core / 2, 91750, 120):
+        assert not any("per-chip" in h for h in ex.check_peak_tflops(other).hints)
+
 def test_panel_output_is_widget_state_with_figure_and_text():
     panel = InstancePanel(selection=("trn1.2xlarge",), metric="price")
     kinds = [o.get("output_type") for o in panel.out.outputs]

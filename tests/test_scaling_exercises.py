@@ -67,6 +67,38 @@ def test_critical_batch_with_kv_and_interleaved_variants():
         x.check_critical_batch(1, context_tokens=4096)
 
 
+
+def test_min_microbatches_round_up_hint():
+    # 1F1B, p=8, 5 %: (p-1)/(m+p-1) <= 0.05 gives m >= 7 x 19 = 133 exactly; 132 misses (7/139 = 5.04 %)
+    for below in (132, 132.5):
+        r = x.check_min_microbatches(below)
+        assert not r.passed
+        assert any(h.startswith("round up: m must be an integer at least") and "= 133" in h for h in r.hints), str(r)
+    assert "7/139 = 5.036%" in str(x.check_min_microbatches(132))
+    # a target whose solution is fractional: m >= 7 x (1/0.03 - 1) = 226.3, so 227
+    assert x.check_min_microbatches(227, target=0.03).passed
+    assert "at least (p-1)(1/target - 1) = 226.3" in str(x.check_min_microbatches(226, target=0.03))
+    # interleaved, v=4: m >= 133/4 = 33.25, then the next multiple of p=8 is 40
+    for below in (33.25, 33, 34, 32):
+        r = x.check_min_microbatches(below, kind="interleaved", chunks=4)
+        assert not r.passed
+        assert any(h.startswith("round up") and "33.25" in h and "multiple of p = 8: 40" in h for h in r.hints), str(r)
+    for far in (140, 19, 134):  # not a rounding slip: no round-up hint
+        assert not any("round up" in h for h in x.check_min_microbatches(far).hints)
+    assert not any("round up" in h for h in x.check_min_microbatches(48, kind="interleaved", chunks=4).hints)
+    assert str(x.check_min_microbatches(133)).endswith(": 133 is right")
+
+
+def test_min_microbatches_hint_matches_the_schedule():
+    for kind in ("1f1b", "gpipe"):
+        hint = " ".join(x.check_min_microbatches(140, kind=kind).hints)
+        assert "(p-1)/(m + p-1)" in hint and "(p-1)/(v m + p-1)" not in hint
+        assert "interleaved schedules need" not in hint
+    assert "1F1B bubble" in " ".join(x.check_min_microbatches(140).hints)
+    assert "GPipe bubble" in " ".join(x.check_min_microbatches(140, kind="gpipe").hints)
+    hint = " ".join(x.check_min_microbatches(48, kind="interleaved", chunks=4).hints)
+    assert "(p-1)/(v m + p-1) with v = 4" in hint and "multiple of p = 8" in hint
+
 def test_a_string_is_not_a_number():
     r = x.check_layer_train_flops("lots")
     assert not r.passed and "expected a number" in r.message

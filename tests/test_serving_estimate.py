@@ -143,6 +143,33 @@ def test_exercise_checkers():
     assert check_smallest_tp(24) and not check_smallest_tp(8)
 
 
+
+def test_decode_floor_names_the_dma_ceiling_slip():
+    from trnsim.course.exercises.serving import check_decode_floor_ms
+    from trnsim.serving.decode_math import stream_bytes_per_s
+
+    m = lookup("llama3.1-8b")
+    hw = serving_hardware("inf2.xlarge")
+    read = (m.params_without_embeddings + m.vocab_size * m.d_model) * 2 / 2
+    right = check_decode_floor_ms(read / hw.device_hbm_bytes_per_s * 1e3)
+    assert right and str(right).endswith(": 17.05 ms is right")
+    dma = stream_bytes_per_s(hw)
+    assert dma < hw.device_hbm_bytes_per_s  # the ceiling binds on inf2, so the slip gives a different number
+    for answer in (read / dma * 1e3, 27.6, 28):  # 28: the notebook's "about 28 ms"
+        slip = check_decode_floor_ms(answer)
+        assert not slip and any("DMA ceiling" in h and "HBM bandwidth" in h and "ignores" in h
+                                for h in slip.hints), str(slip)
+        assert not any("embedding" in h for h in slip.hints)
+    both = check_decode_floor_ms(m.params * 2 / 2 / dma * 1e3)  # all parameters at the DMA ceiling: both slips
+    assert not both and any("DMA ceiling" in h for h in both.hints) and any("embedding" in h for h in both.hints)
+    for far in (22.0, 1.0, "lots"):  # no slip near: only the general hint
+        assert not any("DMA" in h or "embedding" in h for h in check_decode_floor_ms(far).hints)
+    # a GPU has no DMA ceiling, so no answer is told it used one
+    g6 = serving_hardware("g6.xlarge")
+    assert stream_bytes_per_s(g6) == g6.device_hbm_bytes_per_s
+    gpu = check_decode_floor_ms(read * 2 / g6.device_hbm_bytes_per_s * 1e3 * 1.3, instance="g6.xlarge", tp=1)
+    assert not gpu and not any("DMA" in h for h in gpu.hints)
+
 def test_benchmark_estimate(benchmark):
     m = lookup("llama3.1-8b")
     e = benchmark(lambda: estimate(m, "inf2.48xlarge", 8, 8, 512, 128))

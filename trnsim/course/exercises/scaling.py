@@ -150,9 +150,31 @@ def check_min_microbatches(answer: int, stages: int = 8, target: float = 0.05, k
     m = step
     while pl.bubble_fraction_formula(kind, stages, m, chunks) > target + 1e-12:
         m += step
-    return expect_equal(f"micro-batches for a bubble <= {target:.0%} ({kind}, p={stages})", answer, m,
-                        hint="solve (p-1)/(v m + p-1) <= target for m; interleaved schedules need m to be a "
-                             "multiple of p")
+    v = chunks if kind == "interleaved" else 1
+    if kind == "interleaved":
+        hint = (f"the interleaved bubble is (p-1)/(v m + p-1) with v = {v} chunks per device: solve it <= target "
+                f"for m; interleaved schedules need m to be a multiple of p = {stages}")
+    else:
+        hint = (f"the {'1F1B' if kind == '1f1b' else 'GPipe'} bubble is (p-1)/(m + p-1) (the same for GPipe and "
+                f"1F1B; no v, only the interleaved schedule splits a device's layers into chunks): solve it <= target "
+                f"for m")
+    res = expect_equal(f"micro-batches for a bubble <= {target:.0%} ({kind}, p={stages})", answer, m, hint=hint)
+    try:
+        got = float(answer)
+    except (TypeError, ValueError):
+        return res
+    if not res.passed and m - step <= got < m:
+        # at or above the last m that misses the target but below the answer: m* = (p-1)(1/target - 1)/v,
+        # the real solution of the inequality, was not rounded up (to a multiple of p, interleaved)
+        exact = (stages - 1) * (1 / target - 1) / v
+        why = f"round up: m must be an integer at least (p-1)(1/target - 1){'/v' if v > 1 else ''} = {exact:.4g}"
+        if kind == "interleaved":
+            why += f", and a multiple of p = {stages}: {m}"
+        elif got.is_integer():
+            why += (f"; at m = {got:.0f} the bubble is {stages - 1}/{got + stages - 1:.0f} = "
+                    f"{100 * (stages - 1) / (got + stages - 1):.4g}%, above the {100 * target:g}% target")
+        return CheckResult(False, res.title, res.message, res.hints + (why,))
+    return res
 
 
 @accepts_stubs
