@@ -521,3 +521,29 @@ def test_dma_transpose_of_a_scalar_offset_source():
     skipped = sim(kern(nisa.oob_mode.skip), s, np.array([[7]], np.int32))
     assert (skipped.astype(np.float32) == -1).all()
     broken(kern(nisa.oob_mode.error), s, np.array([[7]], np.int32), rule="err_tensor_access_out_of_bound")
+
+
+def test_ap_offset_on_an_offset_view_warns_about_the_two_readings():
+    """NkiTensor.ap's docstring adds offset= to the view's offset; the nki-aps deep-dive says .ap ignores it. trnsim
+    follows the deep-dive and warns where the two differ (an explicit offset on a view not starting at 0)."""
+    def kern(x):
+        t = nl.ndarray((8, 3), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, 4:].ap(pattern=[[24, 8], [1, 3]], offset=2))
+        out = nl.ndarray((8, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    x = np.arange(192, dtype=np.float32).reshape(8, 24)
+    with pytest.warns(nki.ApOffsetWarning, match="reference disagrees"):
+        got = sim(kern, x)
+    np.testing.assert_array_equal(got[0], x[0, 2:5])           # the deep-dive's reading: absolute offset 2
+
+    def whole(x):                                               # unambiguous: no warning
+        t = nl.ndarray((8, 3), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[24, 8], [1, 3]], offset=6))
+        out = nl.ndarray((8, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nki.ApOffsetWarning)
+        np.testing.assert_array_equal(sim(whole, x)[0], x[0, 6:9])

@@ -336,7 +336,7 @@ class NkiTensorMethods:
                               f"{type(vector_offset).__name__}", "load the row indices into an nl.int32 (P, 1) tile")
         rows = vector_offset.shape[0]
         pattern = [[0, int(rows)]] + [[st, n] for st, n in _pattern(v)[1:]]
-        return v.ap(pattern, offset=v.offset, vector_offset=vector_offset, indirect_dim=0)
+        return v.ap(pattern, vector_offset=vector_offset, indirect_dim=0)   # offset: the view's own
 
     def broadcast(self, dim: int, size: int):
         """Repeat the size-1 dimension ``dim`` ``size`` times (a read-only broadcast access; no copy)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -451,6 +452,15 @@ class Tensor(NkiTensorMethods):
 _new_view = object.__new__
 
 
+class ApOffsetWarning(RuntimeWarning):
+    """``.ap(offset=N)`` on a view that does not start at element 0: the NKI 0.6 reference gives two readings
+    (the ``NkiTensor.ap`` docstring composes N with the view's offset, the nki-aps deep-dive ignores the view's
+    offset); trnsim takes the deep-dive's and says so."""
+
+
+ApOffsetWarning.__module__ = "trnsim.nki"
+
+
 class _Dialect:
     """Which language generation the running kernel uses (set by the runtime for each launch): Beta 1 index
     expressions (``nl.arange`` / ``nl.mgrid``) and ``mask=`` predicates exist only in ``beta1``."""
@@ -828,6 +838,15 @@ class View(NkiTensorMethods):
             raise KernelError("err_invalid_access_pattern", f"access pattern {pairs} needs pairs with num >= 1",
                               "every [step, num] must count at least one element")
         base = self.offset_elements() if offset is None else int(offset)
+        if offset is not None and not DIALECT.beta1 and self.offset_elements() != 0:
+            own = self.offset_elements()
+            warnings.warn(ApOffsetWarning(
+                f".ap(offset={int(offset)}) on a view that starts at element {own} of its tensor: the NKI 0.6 "
+                "reference disagrees on what this means (the NkiTensor.ap docstring adds offset= to the view's own "
+                f"offset, giving {own + int(offset)}; the nki-aps deep-dive says .ap ignores the view's offset, "
+                f"giving {int(offset)}). trnsim follows the deep-dive and reads from element {int(offset)}. To be "
+                "unambiguous on both, call .ap on the whole tensor with the absolute offset, or leave offset= unset "
+                "to keep the view's own."), stacklevel=2)
         size = 1
         for s_ in t.shape:
             size *= s_
