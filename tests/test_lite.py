@@ -121,3 +121,33 @@ def test_build_site_explains_a_missing_wheel(tmp_path):
         build_site(tmp_path / "o", NOTEBOOKS, wheel=tmp_path / "nope.whl")
     with pytest.raises(LiteBuildError, match="no notebooks"):
         build_site(tmp_path / "o", tmp_path)
+
+
+def test_the_output_folder_is_never_a_folder_with_someone_elses_work(tmp_path, monkeypatch):
+    """`lite --output-dir .` used to delete the whole checkout (.git included): the site folder is deleted and
+    rebuilt, so the current folder, the home folder, the notebooks folder, anything above them, and a non-empty
+    folder that is not an earlier site are refused before anything is touched."""
+    from trnsim.course.lite import check_output_dir
+
+    work = tmp_path / "checkout"
+    (work / "notebooks").mkdir(parents=True)
+    (work / ".git").mkdir()
+    monkeypatch.chdir(work)
+    for bad in (work, tmp_path, work / "notebooks"):
+        with pytest.raises(LiteBuildError, match="would replace"):
+            check_output_dir(bad, work / "notebooks")
+    mine = work / "my_files"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x")
+    with pytest.raises(LiteBuildError, match="not an earlier JupyterLite site"):
+        check_output_dir(mine, work / "notebooks")
+    assert (mine / "thesis.tex").is_file() and (work / ".git").is_dir()
+    site = work / "_output"
+    site.mkdir()
+    (site / "jupyter-lite.json").write_text("{}")
+    check_output_dir(site, work / "notebooks")          # an earlier site: replaced
+    check_output_dir(work / "new_dir", work / "notebooks")
+    from trnsim.course.cli import main
+    if HAVE_LITE:   # through the command line too (without the build tools it stops earlier, also harmlessly)
+        assert main(["lite", "--output-dir", ".", "--notebooks", "notebooks"]) != 0
+    assert (work / ".git").is_dir()

@@ -194,11 +194,31 @@ def _wheel_version(wheel: Path) -> str:
     return parts[1]
 
 
+def check_output_dir(output_dir: Path, notebooks_dir: Path) -> None:
+    """Refuse an output folder whose replacement could delete someone's work: the current folder or one above
+    it, the home folder, the notebooks folder or one above it, or a non-empty folder that is not an earlier
+    JupyterLite site (it has no ``jupyter-lite.json``). ``build_site`` deletes and rebuilds the folder."""
+    out = Path(output_dir).resolve()
+    protected = {Path.cwd().resolve(), Path.home().resolve(), Path(notebooks_dir).resolve()}
+    for p in protected:
+        if out == p or out in p.parents:
+            raise LiteBuildError(f"--output-dir {out} would replace {p} (or a folder containing it): the site folder "
+                                 "is deleted and rebuilt; pass a new folder such as _output")
+    if out.is_dir() and any(out.iterdir()) and not (out / "jupyter-lite.json").is_file():
+        raise LiteBuildError(f"--output-dir {out} is not empty and is not an earlier JupyterLite site (no "
+                             "jupyter-lite.json); the site folder is deleted and rebuilt, so pass a new or empty "
+                             "folder such as _output")
+    if out.exists() and not out.is_dir():
+        raise LiteBuildError(f"--output-dir {out} is a file; pass a folder")
+
+
 def build_site(output_dir: str | Path, notebooks_dir: str | Path, wheel: str | Path | None = None,
                log=None) -> LiteSite:
-    """Build the JupyterLite site into ``output_dir`` (replaced if it exists) and check it."""
+    """Build the JupyterLite site into ``output_dir`` (replaced if it exists and is an earlier site, see
+    :func:`check_output_dir`) and check it."""
     _check_build_tools()
     notebooks_dir, output_dir = Path(notebooks_dir), Path(output_dir).resolve()
+    check_output_dir(output_dir, notebooks_dir)
     sources = sorted(notebooks_dir.glob("*.ipynb"))
     if not sources:
         raise LiteBuildError(f"no notebooks (*.ipynb) in {notebooks_dir.resolve()}; pass --notebooks DIR")
