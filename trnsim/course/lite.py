@@ -199,7 +199,7 @@ def check_output_dir(output_dir: Path, notebooks_dir: Path) -> None:
     it, the home folder, the notebooks folder or one above it, or a non-empty folder that is not an earlier
     JupyterLite site (it has no ``jupyter-lite.json``). ``build_site`` deletes and rebuilds the folder."""
     out = Path(output_dir).resolve()
-    protected = {Path.cwd().resolve(), Path.home().resolve(), Path(notebooks_dir).resolve()}
+    protected = (Path.cwd().resolve(), Path(notebooks_dir).resolve(), Path.home().resolve())
     for p in protected:
         if out == p or out in p.parents:
             raise LiteBuildError(f"--output-dir {out} would replace {p} (or a folder containing it): the site folder "
