@@ -115,3 +115,32 @@ def test_empty_kernel_profile():
     p = profile_trace(_trace([]), "trn1")
     assert p.latency_us == 0 and p.bottleneck == "none" and p.instructions == 0
     assert "nothing to run" in p.summary()
+
+
+def test_profile_runs_on_the_kernels_own_target_and_names_a_misspelt_keyword(monkeypatch):
+    """profile() without target= costs the kernel where nki.simulate runs it: the kernel's own target, else
+    NEURON_PLATFORM_TARGET_OVERRIDE, else trn2 (it used to be trn1 whatever the kernel said). A keyword that is
+    neither a profile() argument nor a kernel parameter is an error naming the closest one."""
+    import trnsim.nki as nki
+    import trnsim.nki.isa as nisa
+    import trnsim.nki.language as nl
+    import trnsim.nki.typing as nt
+    from trnsim.nki import KernelError
+    from trnsim.perf import profile
+
+    def body(x):
+        t = nl.ndarray(x.shape, x.dtype, nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        out = nl.ndarray(x.shape, x.dtype, nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    spec = nt.tensor[[128, 512], nl.float32]
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE", raising=False)
+    assert profile(nki.jit(body), spec).target == "trn2"
+    assert profile(nki.jit(body, target="trn3"), spec).target == "trn3"
+    assert profile(nki.jit(body, target="trn3"), spec, target="trn1").target == "trn1"
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    assert profile(nki.jit(body), spec).target == "trn1"
+    with pytest.raises(KernelError, match="did you mean target=") as exc:
+        profile(nki.jit(body), spec, traget="trn1")
+    assert exc.value.rule == "err_invalid_arguments"

@@ -281,17 +281,48 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
     )
 
 
-def profile(kernel: Any, *args: Any, target: str = "trn1", numerics: bool = True, grid: Any = None,
+def profile(kernel: Any, *args: Any, target: str | None = None, numerics: bool = True, grid: Any = None,
             **kwargs: Any) -> Profile:
     """Trace ``kernel(*args)`` with trnsim.nki, schedule it on ``target`` and return a Profile.
 
+    ``target`` None takes the same target ``nki.simulate`` runs the kernel on: the kernel's own
+    (``@nki.jit(target=...)``), else ``NEURON_PLATFORM_TARGET_OVERRIDE``, else trnsim's default (trn2).
     ``numerics=False`` computes no data (shape-only), so large kernels are costed fast;
-    ``outputs`` is then None. ``args`` are numpy arrays or ``nt.tensor[[shape], dtype]`` specs.
+    ``outputs`` is then None. ``args`` are numpy arrays or ``nt.tensor[[shape], dtype]`` specs; other keyword
+    arguments go to the kernel, and one the kernel does not take is an error naming the closest parameter.
     """
     from trnsim.nki import trace_kernel
 
+    _check_kernel_kwargs(kernel, kwargs)
     outputs, trace = trace_kernel(kernel, *args, target=target, numerics=numerics, grid=grid, **kwargs)
-    return profile_trace(trace, target, outputs=outputs)
+    return profile_trace(trace, trace.target, outputs=outputs)
+
+
+def _check_kernel_kwargs(kernel: Any, kwargs: Mapping[str, Any]) -> None:
+    """A keyword ``profile`` passes on that the kernel does not take is most likely a misspelt ``profile``
+    argument (``traget=``): say so, instead of the kernel's TypeError."""
+    if not kwargs:
+        return
+    import difflib
+    import inspect
+
+    from trnsim.nki.rules import KernelError
+    func = getattr(kernel, "func", kernel)
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    for name in kwargs:
+        if name not in takes:
+            ours = ["target", "numerics", "grid"]
+            close = difflib.get_close_matches(name, ours + takes, n=1)
+            hint = f"did you mean {close[0]}=?" if close else f"profile takes {', '.join(o + '=' for o in ours)}"
+            raise KernelError("err_invalid_arguments",
+                              f"profile(): keyword {name}= is neither a profile() argument nor a parameter of kernel "
+                              f"{getattr(func, '__name__', 'kernel')}({', '.join(takes)})", hint, location="")
 
 
 def profile_ranks(kernel: Any, world_size: int, per_rank_args: Any, *, target: str = "trn1",

@@ -206,11 +206,11 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                             "nisa.activation(..., data=t, bias=neg_max, ...)",))
     spec = nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"]
     try:
-        mine = profile(kern, spec, numerics=False)
+        mine = profile(kern, spec, numerics=False, target="trn1")
     except Exception as err:  # noqa: BLE001 - shown to the learner
         return CheckResult(False, title, f"correct on {FUSION_CHECK_SHAPE}, but profiling on {FUSION_PROFILE_SHAPE} "
                                          f"failed: {err}", ("the kernel must work for any rows multiple of 128",))
-    base = profile(softmax_two_pass, spec, numerics=False)
+    base = profile(softmax_two_pass, spec, numerics=False, target="trn1")
     one_pass = rowwise_traffic(*FUSION_PROFILE_SHAPE, 4, 1)
     problems = []
     if mine.hbm_bytes > 1.05 * one_pass:
@@ -236,7 +236,7 @@ def reference_profile_fused():
     from trnsim.kernels import softmax
     from trnsim.perf import profile
 
-    return profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False)
+    return profile(softmax, nt.tensor[list(FUSION_PROFILE_SHAPE), "float32"], numerics=False, target="trn1")
 
 
 __all__ = [
