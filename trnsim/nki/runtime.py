@@ -423,7 +423,8 @@ def as_kernel(kernel, dialect: str = "nki") -> Kernel:
     if inner is not None and callable(inner):
         return as_kernel(inner, dialect)
     if not callable(kernel):
-        raise TypeError(f"expected a kernel function, got {type(kernel).__name__}")
+        raise TypeError(f"expected a kernel function, got {type(kernel).__name__}: pass the kernel itself, e.g. "
+                        "nki.simulate(my_kernel)(a, b) or profile(my_kernel, a, b), not the result of calling it")
     return Kernel(kernel, None, None, None, dialect)
 
 
