@@ -382,18 +382,22 @@ def _summary(p: Profile) -> str:
                  f"{m.matmul_instruction_count:,} matmul instructions (LoadWeights + MultiplyMoving).")
     if bott == "dma":
         b = p.dma_bytes_per_partition_median
-        fixed_us = float(dma_params(*_core_chip(p)).fixed_ns) / 1e3
+        params = dma_params(*_core_chip(p))
+        fixed_us = float(params.fixed_ns) / 1e3
         msg = (f"DMA-bound: {_pct(shares['dma'])} of the critical path is DMA "
                f"({_pct(dma_data / lat)} moving data, {_pct(dma_fixed / lat)} the fixed ~{fixed_us:.1f} us cost each "
                f"transfer pays in its queue); {p.dma_transfers:,} transfers of typically {b:,.0f} B per partition; "
-               f"DMA active {p.metrics.dma_active_time_pct:.0f}% of the time.")
+               f"some DMA transfer is moving data {p.metrics.dma_active_time_pct:.0f}% of the time (neuron-profile's "
+               "DMA active).")
         advice = []
         if dma_fixed > dma_data or b < small:
             advice.append(f"a queue starts one transfer per max({fixed_us:.1f} us, data time), so at {b:,.0f} B per "
                           "partition the transfer rate, not bandwidth, limits: use larger tiles to move more bytes per transfer "
                           f"(>= {2 * small / 1024:.0f} KiB per partition saturates the engines) or fewer transfers")
         if p.engine_utilisation["dma"] > 0.5 or not advice:
-            advice.append(f"the DMA engines are busy ({_pct(p.engine_utilisation['dma'])}), so move fewer bytes: reuse "
+            advice.append(f"the {params.engines} DMA engines are each busy {_pct(p.engine_utilisation['dma'])} of the time on "
+                          "average, so "
+                          "move fewer bytes: reuse "
                           "tiles already in SBUF instead of reloading them (hoist loads, block the loops), fuse with "
                           "neighbouring operations, or use a narrower dtype")
         msg += " Fix: " + "; ".join(advice) + "."
