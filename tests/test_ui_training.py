@@ -29,7 +29,7 @@ def test_planner_panel_reports_infeasible_clusters():
     assert p.result.best is None
     assert p.error.startswith("no feasible plan") and "memory" in p.error
     p.train_tokens_b.value = -1
-    assert "must be >= 0" in p.error
+    assert "must be a finite number from 0" in p.error
 
 
 def test_planner_token_budget():

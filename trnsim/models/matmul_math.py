@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from trnsim.perf.cost import engine_clock_ghz, matmul_cycles
 from trnsim.perf.roofline import Roofline, matmul_intensity, roofline
 
@@ -48,12 +50,18 @@ def _resolve_target(target: Any) -> Any:
     return target
 
 
+def _whole(what: str, v: Any) -> int:
+    """``v`` as an int, or ValueError naming ``what`` when it is not a whole number (bool, str, 1.5, nan, inf)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) \
+            or int(v) != v:
+        raise ValueError(f"{what}={v!r} must be a whole number")
+    return int(v)
+
+
 def _check_dims(m: int, n: int, k: int) -> tuple[int, int, int]:
     out = []
     for name, v in (("M", m), ("N", n), ("K", k)):
-        if isinstance(v, bool) or int(v) != v:
-            raise ValueError(f"matmul size {name}={v!r} must be a whole number")
-        v = int(v)
+        v = _whole(f"matmul size {name}", v)
         if not 1 <= v <= MAX_DIM:
             raise ValueError(f"matmul size {name}={v} is out of range: use 1 <= {name} <= {MAX_DIM:,}")
         out.append(v)
@@ -416,11 +424,15 @@ class DmaCost:
 
 def _check_tile(partitions: int, free: int, core: Any) -> None:
     pmax = core.tile.pmax
-    if not 1 <= int(partitions) <= pmax:
+    if not 1 <= _whole("tile partitions", partitions) <= pmax:
         raise ValueError(f"tile partitions={partitions}: an SBUF tile spans 1..{pmax} partitions "
                          f"(nl.tile_size.pmax); put the larger dimension on the free axis or split it")
-    if int(free) < 1:
+    if _whole("tile free size", free) < 1:
         raise ValueError(f"tile free size={free} must be >= 1 element per partition")
+    usable = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    if free > usable:   # even one byte per element would not fit a partition
+        raise ValueError(f"tile free size={free:,} elements cannot fit a partition's {usable:,} B of SBUF; use a "
+                         "smaller tile")
 
 
 def dma_load_cost(partitions: int, free: int, dtype: str = "bfloat16", target: Any = "trn1") -> DmaCost:
@@ -545,14 +557,14 @@ def plan_tiles(rows: int, cols: int, dtype: str = "bfloat16", partitions: int = 
     tgt = _resolve_target(target)
     core = tgt.core
     for name, v in (("rows", rows), ("cols", cols)):
-        if int(v) < 1 or int(v) > MAX_DIM:
+        if not 1 <= _whole(f"tensor {name}", v) <= MAX_DIM:
             raise ValueError(f"tensor {name}={v} is out of range: use 1..{MAX_DIM:,}")
     size = itemsize(dtype)
     _check_tile(partitions, free, core)
     if partitions > rows or free > cols:
         raise ValueError(f"tile [{partitions} x {free}] is larger than the tensor [{rows} x {cols}]; "
                          "shrink the tile to at most the tensor's shape")
-    if int(buffers) < 1:
+    if _whole("buffers", buffers) < 1:
         raise ValueError(f"buffers={buffers} must be >= 1")
     usable = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
     need = int(buffers) * int(free) * size

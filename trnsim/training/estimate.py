@@ -116,6 +116,22 @@ class MemoryBreakdown:
                 "optimizer": self.optimizer_bytes / GIB, "activations": self.activations_bytes / GIB}
 
 
+
+MAX_TRAIN_TOKENS = 1e15
+"""Refused above this (a quadrillion tokens, tens of times the largest published training runs): a typo, not a plan."""
+
+
+def _check_tokens(tokens: float) -> float:
+    """``tokens`` as a float, refusing non-numbers, non-finite, negative and absurd counts (PlanError)."""
+    try:
+        t = float(tokens)
+    except (TypeError, ValueError):
+        raise PlanError(f"tokens={tokens!r}: must be a number of tokens") from None
+    if not (0 <= t <= MAX_TRAIN_TOKENS):
+        raise PlanError(f"tokens={tokens!r}: must be a finite number from 0 to {MAX_TRAIN_TOKENS:.0e}")
+    return t
+
+
 @dataclass(frozen=True)
 class Estimate:
     """Result of :func:`estimate`. Times in seconds, throughput per second, money in USD."""
@@ -150,9 +166,11 @@ class Estimate:
 
     def days_to_train(self, tokens: float) -> float:
         """Wall-clock days to train ``tokens`` tokens at this plan's throughput."""
-        return tokens / self.tokens_per_s / SECONDS_PER_DAY
+        return _check_tokens(tokens) / self.tokens_per_s / SECONDS_PER_DAY
 
     def usd_to_train(self, tokens: float) -> float | None:
+        """On-Demand dollars to train ``tokens`` tokens (None without a public price)."""
+        tokens = _check_tokens(tokens)
         if self.usd_per_billion_tokens is None:
             return None
         return self.usd_per_billion_tokens * tokens / 1e9

@@ -123,6 +123,9 @@ def run_sums(steps: int, increment: float, start: float, acc: str, seed: int = 0
     and fp32 as the reference accumulator. ``trials`` independent sums run side by side."""
     if steps < 1 or steps > 100_000:
         raise ValueError(f"steps must be between 1 and 100,000, got {steps}")
+    for name, v in (("increment", increment), ("start", start)):
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v}")
     f = float_format(acc)
     rng = np.random.default_rng(seed)
     vals = increment * rng.uniform(0.5, 1.5, size=(steps, trials))

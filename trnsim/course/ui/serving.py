@@ -65,7 +65,9 @@ class EstimatorPanel:
         try:
             self.result = estimate(self.model.value, self.instance.value, int(self.tp.value), int(self.batch.value),
                                    int(self.input_tokens.value), int(self.output_tokens.value))
-            self.summary = self.result.summary()
+            # the estimate's notes (context beyond the model's maximum, KV heads replicated, idle cores) belong in
+            # what the learner reads, not only on the result object
+            self.summary = "\n".join([self.result.summary()] + [f"note: {n}" for n in self.result.notes])
         except (ServingError, ValueError) as exc:
             self.result, self.summary, self.error = None, "", str(exc)
             show(self.out, error=f"Cannot estimate: {self.error}")

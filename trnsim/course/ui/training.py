@@ -15,7 +15,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 import trnsim
-from trnsim.training.estimate import chinchilla_tokens
+from trnsim.training.estimate import MAX_TRAIN_TOKENS, chinchilla_tokens
 from trnsim.training.models import models
 from trnsim.training.parallel import simulated_step_time
 from trnsim.training.search import SearchResult, search
@@ -68,8 +68,10 @@ class PlannerPanel:
     def update(self) -> None:
         self.error = None
         try:
-            if self.train_tokens_b.value < 0:
-                raise PlanError(f"tokens (B) = {self.train_tokens_b.value}: must be >= 0 (0 = Chinchilla-optimal)")
+            b = self.train_tokens_b.value
+            if not (0 <= b <= MAX_TRAIN_TOKENS / 1e9):   # also refuses nan and inf
+                raise PlanError(f"tokens (B) = {b}: must be a finite number from 0 to {MAX_TRAIN_TOKENS / 1e9:,.0f} "
+                                "(0 = Chinchilla-optimal)")
             self.result = self.compute()
         except (PlanError, ValueError, KeyError) as exc:
             self.result = None
