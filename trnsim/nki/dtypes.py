@@ -219,7 +219,8 @@ def cast(values: np.ndarray, name: str) -> np.ndarray:
     """Convert computed values (usually float32) to the storage of NKI dtype ``name``.
 
     Floats round to nearest even (numpy/ml_dtypes casts); float -> int conversion rounds to
-    nearest and saturates at the integer range (the hardware's output conversion).
+    nearest and saturates at the integer range (the hardware's output conversion), and an integer
+    converted to another integer type saturates the same way.
     """
     if name == "tfloat32":
         return _round_tf32(values)
@@ -241,6 +242,9 @@ def cast(values: np.ndarray, name: str) -> np.ndarray:
             v = np.rint(values.astype(np.float64))
             v = np.nan_to_num(v, nan=0.0, posinf=info.max, neginf=info.min)
             return np.clip(v, info.min, info.max).astype(st)
+    if st.kind in "iu" and values.dtype.kind in "iu":   # integer -> another integer type saturates too
+        info = np.iinfo(st)
+        return np.clip(values, info.min, info.max).astype(st)
     if st.kind == "b":
         return values.astype(bool)
     with np.errstate(over="ignore", invalid="ignore"):
