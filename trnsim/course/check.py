@@ -144,6 +144,25 @@ def expect_equal(title: str, got: Any, want: Any, *, hint: str = "") -> CheckRes
     return CheckResult(False, title, f"you have {got!r}, expected {want!r}", (hint,) if hint else ())
 
 
+def with_slip_hint(result: CheckResult, answer: Any, slips: Mapping[float, tuple[str, ...]],
+                   rtol: float) -> CheckResult:
+    """``result``, plus the hints of the slip a wrong answer most likely came from: the entry of ``slips`` (the
+    value a slip gives -> its hints) whose value is nearest ``answer`` in relative terms, when within ``rtol``.
+    A passed result, a non-numeric or non-positive answer, or no slip that close leaves ``result`` as it is."""
+    if result.passed or not slips:
+        return result
+    try:
+        got = float(answer)
+    except (TypeError, ValueError):
+        return result
+    if not got > 0:
+        return result
+    value = min(slips, key=lambda v: abs(got / v - 1))
+    if abs(got / value - 1) >= rtol:
+        return result
+    return CheckResult(False, result.title, result.message, result.hints + tuple(slips[value]))
+
+
 def not_answered(title: str, hint: str = "") -> CheckResult:
     """The result for a stub that has not been filled in yet (``None`` or ``...``).
 

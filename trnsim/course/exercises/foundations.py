@@ -6,7 +6,7 @@ is corrected, and gives a hint that names the idea behind a wrong answer.
 from __future__ import annotations
 
 from trnsim.catalog import chips, core, instance
-from trnsim.course.check import CheckResult, combine, expect_close, expect_equal, not_answered
+from trnsim.course.check import CheckResult, combine, expect_close, expect_equal, not_answered, with_slip_hint
 from trnsim.models.compare import metric_rows
 
 
@@ -30,30 +30,20 @@ def check_peak_tflops(answer: float) -> CheckResult:
         "NeuronCore-v2 peak BF16 TFLOPS", answer, want, rtol=0.01, unit="TFLOPS",
         hint=f"FLOPs per cycle x {clock} GHz, then divide by 1e12",
     )
-    try:
-        got = float(answer)
-    except (TypeError, ValueError):
-        return res
-    if res.passed or not got > 0:
-        return res
     # a chip holds several NeuronCore-v2s: its figure, computed or the vendor's, is the per-chip slip
     v2_chips = [ch for ch in chips() if ch.neuroncore_version == "NC-v2" and ch.neuroncores > 1]
     names = " or ".join(sorted({ch.display_name for ch in v2_chips}))
-    per_chip = {}
+    per_chip: dict[float, tuple[int, str]] = {}
     for ch in v2_chips:
         n = ch.neuroncores
         per_chip.setdefault(n * want, (n, f"{n} x {want:.2f}"))
         if ch.peak_tflops.get("bf16"):
             per_chip.setdefault(float(ch.peak_tflops["bf16"]), (n, "the vendor's number for the whole chip"))
-    if per_chip:
-        value = min(per_chip, key=lambda v: abs(got / v - 1))
-        if abs(got / value - 1) < 0.02:
-            n, what = per_chip[value]
-            return CheckResult(False, res.title, res.message, res.hints + (
-                f"{value:.4g} TFLOPS ({what}) is the per-chip figure: each {names} chip has {n} NeuronCore-v2s, "
-                f"and the question asks per NeuronCore; divide by {n}, or use one core's {c.pe_rows} x {c.pe_cols} "
-                f"array and its clock",))
-    return res
+    slips = {value: (f"{value:.4g} TFLOPS ({what}) is the per-chip figure: each {names} chip has {n} NeuronCore-v2s, "
+                     f"and the question asks per NeuronCore; divide by {n}, or use one core's {c.pe_rows} x "
+                     f"{c.pe_cols} array and its clock",)
+             for value, (n, what) in per_chip.items()}
+    return with_slip_hint(res, answer, slips, 0.02)
 
 
 def check_instance_choice(memory_gib_needed: float, answer: str) -> CheckResult:
