@@ -171,6 +171,12 @@ class CoreSpec:
         return self.sbuf_partitions * self.sbuf_bytes_per_partition
 
     @property
+    def sbuf_capacity_bytes_per_partition(self) -> int | None:
+        """SBUF bytes per partition a kernel may use: the documented usable figure where the catalog has one,
+        else the raw size (what the capacity rules, the scheduler and the planners charge against)."""
+        return self.sbuf_usable_bytes_per_partition or self.sbuf_bytes_per_partition
+
+    @property
     def psum_bytes(self) -> int | None:
         if self.psum_partitions is None or self.psum_bytes_per_partition is None:
             return None

@@ -398,7 +398,7 @@ def sbuf_budget(size: int, tiles_in_block_m: int, tiles_in_block_n: int, tiles_i
                          "tiles_in_block_k": tiles_in_block_k}, target)
     bm, bn, bk = b["tiles_in_block_m"], b["tiles_in_block_n"], b["tiles_in_block_k"]
     core = _target(target).core
-    cap = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    cap = int(core.sbuf_capacity_bytes_per_partition)
     return SbufBudget(bm * bn * tn * 4, bk * bm * tm * itemsize, bk * bn * tn * itemsize, cap)
 
 

@@ -429,7 +429,7 @@ def _check_tile(partitions: int, free: int, core: Any) -> None:
                          f"(nl.tile_size.pmax); put the larger dimension on the free axis or split it")
     if _whole("tile free size", free) < 1:
         raise ValueError(f"tile free size={free} must be >= 1 element per partition")
-    usable = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    usable = int(core.sbuf_capacity_bytes_per_partition)
     if free > usable:   # even one byte per element would not fit a partition
         raise ValueError(f"tile free size={free:,} elements cannot fit a partition's {usable:,} B of SBUF; use a "
                          "smaller tile")
@@ -566,7 +566,7 @@ def plan_tiles(rows: int, cols: int, dtype: str = "bfloat16", partitions: int = 
                          "shrink the tile to at most the tensor's shape")
     if _whole("buffers", buffers) < 1:
         raise ValueError(f"buffers={buffers} must be >= 1")
-    usable = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    usable = int(core.sbuf_capacity_bytes_per_partition)
     need = int(buffers) * int(free) * size
     if need > usable:
         raise ValueError(f"SBUF overflow: {buffers} buffer(s) x {free:,} x {size} B = {need:,} B per partition, but a "

@@ -133,7 +133,7 @@ def _from_catalog(name: str) -> Limits:
     t = trnsim.target(name)
     core = t.core
     tile = core.tile
-    sbuf = core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition
+    sbuf = core.sbuf_capacity_bytes_per_partition
     return Limits(
         target=name, pmax=int(tile.pmax), psum_fmax=int(tile.psum_bank_fmax),
         psum_bank_bytes=int(core.psum_bank_bytes_per_partition), psum_banks=int(core.psum_banks),

@@ -207,7 +207,7 @@ def _occupancy(trace: Trace, tl: Timeline, core: Any) -> Occupancy:
         else:
             ev_p += [b, -b]
             ev_s += [0.0, 0.0]
-    sbuf_cap = int(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition)
+    sbuf_cap = int(core.sbuf_capacity_bytes_per_partition)
     psum_cap = int(core.psum_bytes_per_partition)
     if not ev_t:
         z = np.zeros(1)

@@ -361,7 +361,7 @@ def _capacity_tables(allocations: Any, core: Any, n: int, instructions: list[Ins
     firsts: list = [None] * (n + 1)
     lasts: list = [None] * (n + 1)
     bank = float(core.psum_bank_bytes_per_partition or core.psum_bytes_per_partition)
-    caps = {0: _Capacity(core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition),
+    caps = {0: _Capacity(core.sbuf_capacity_bytes_per_partition),
             1: _Capacity(core.psum_bytes_per_partition)}
     onchip = {}
     for a in allocations:

@@ -114,7 +114,7 @@ def check_tile_footprint(partitions: int, free: int, dtype: str, bytes_per_parti
     import trnsim
 
     core = trnsim.target(target).core
-    usable = core.sbuf_usable_bytes_per_partition or core.sbuf_bytes_per_partition
+    usable = core.sbuf_capacity_bytes_per_partition
     want = free * itemsize(dtype)
     parts = [_close("bytes per partition", bytes_per_partition, want, rtol=0, unit="B",
                           hint=f"a tile uses free x itemsize bytes in EACH partition it spans ({itemsize(dtype)} B per "
