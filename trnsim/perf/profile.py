@@ -307,7 +307,8 @@ def _check_kernel_kwargs(kernel: Any, kwargs: Mapping[str, Any]) -> None:
     import inspect
 
     from trnsim.nki.rules import KernelError
-    func = getattr(kernel, "func", kernel)
+    from trnsim.nki.runtime import as_kernel
+    func = as_kernel(kernel).func          # the kernel function, as trace_kernel will call it
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
@@ -395,11 +396,10 @@ def _summary(p: Profile) -> str:
                           "partition the transfer rate, not bandwidth, limits: use larger tiles to move more bytes per transfer "
                           f"(>= {2 * small / 1024:.0f} KiB per partition saturates the engines) or fewer transfers")
         if p.engine_utilisation["dma"] > 0.5 or not advice:
-            advice.append(f"the {params.engines} DMA engines are each busy {_pct(p.engine_utilisation['dma'])} of the time on "
-                          "average, so "
-                          "move fewer bytes: reuse "
-                          "tiles already in SBUF instead of reloading them (hoist loads, block the loops), fuse with "
-                          "neighbouring operations, or use a narrower dtype")
+            advice.append(f"the {params.engines} DMA engines are each busy {_pct(p.engine_utilisation['dma'])} of the "
+                          "time on average, so move fewer bytes: reuse tiles already in SBUF instead of reloading "
+                          "them (hoist loads, block the loops), fuse with neighbouring operations, or use a narrower "
+                          "dtype")
         msg += " Fix: " + "; ".join(advice) + "."
     elif bott == "collective":
         costs = p.collectives
