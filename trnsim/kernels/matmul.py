@@ -39,6 +39,12 @@ def _check(lhsT, rhs, tile_m: int, tile_n: int, tile_k: int, name: str) -> tuple
     return K, M, N
 
 
+def tiles_per_block(size: int, tile: int, tiles_in_block: int) -> int:
+    """Tiles in one block of ``matmul_fully_blocked`` along a dimension of ``size`` elements: the requested count,
+    at least 1 and at most what the dimension holds (a block never outgrows the matrix)."""
+    return max(1, min(tiles_in_block, size // tile))
+
+
 def _tiles():
     """(TILE_M, TILE_K, TILE_N) of the current target: stationary free size, partitions, one PSUM bank of fp32."""
     return (nl.tile_size.gemm_stationary_fmax, nl.tile_size.pmax,
@@ -150,9 +156,9 @@ def matmul_fully_blocked(lhsT, rhs, tiles_in_block_m: int = 16, tiles_in_block_n
     """
     TILE_M, TILE_K, TILE_N = _tiles()
     K, M, N = lhsT.shape[0], lhsT.shape[1], rhs.shape[1]
-    tbm = max(1, min(tiles_in_block_m, M // TILE_M))
-    tbn = max(1, min(tiles_in_block_n, N // TILE_N))
-    tbk = max(1, min(tiles_in_block_k, K // TILE_K))
+    tbm = tiles_per_block(M, TILE_M, tiles_in_block_m)
+    tbn = tiles_per_block(N, TILE_N, tiles_in_block_n)
+    tbk = tiles_per_block(K, TILE_K, tiles_in_block_k)
     BLOCK_M, BLOCK_N, BLOCK_K = TILE_M * tbm, TILE_N * tbn, TILE_K * tbk
     _check(lhsT, rhs, BLOCK_M, BLOCK_N, BLOCK_K, "matmul_fully_blocked")
     result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)

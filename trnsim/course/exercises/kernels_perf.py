@@ -22,11 +22,13 @@ from trnsim.models.journey import (evaluate_blocks, journey_traffic, matmul_tile
 def _uneven_blocks(size: int, tiles_in_block: tuple[int, int, int],
                    target: str) -> list[tuple[str, int, int, int]]:
     """(dim, tiles_in_block, tile size, block size) of each dimension of a square ``size`` matmul that
-    ``matmul_fully_blocked`` cannot tile evenly (blocks shrink to the matrix as in the kernel)."""
+    ``matmul_fully_blocked`` cannot tile evenly (its blocks, as the kernel sizes them)."""
+    from trnsim.kernels.matmul import tiles_per_block
+
     tm, tn, tk = matmul_tiles(target)
     out = []
     for dim, tiles, tile in zip("MNK", tiles_in_block, (tm, tn, tk)):
-        t = max(1, min(int(tiles), size // tile))
+        t = tiles_per_block(size, tile, int(tiles))
         if size % (t * tile):
             out.append((dim, t, tile, t * tile))
     return out
