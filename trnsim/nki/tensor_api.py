@@ -165,7 +165,6 @@ def affine_pattern(v) -> list[tuple[int, int]] | None:
     offs = np.zeros(shape, dtype=np.int64)
     for u, a in zip(unit, v.adv):
         offs = offs + u * np.broadcast_to(a.values() if hasattr(a, "values") else np.int64(a), shape)
-    nd = len(shape)
     origin = int(offs[(0,) * nd]) if nd else int(offs)
     strides = []
     expect = np.full(shape, origin, dtype=np.int64)
