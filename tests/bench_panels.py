@@ -69,6 +69,23 @@ def measure(factory: Callable[[], Any], control: Callable[[Any], Any], values: t
     return times, cpu
 
 
+def collectives_first_views() -> list[tuple[str, float]]:
+    """Wall ms of the first look at each instance in the collectives panel (notebook 09): the panel sweeps
+    message sizes for a new topology before it draws, so a first look costs more than a flip between two
+    views already seen (which the cases above measure)."""
+    from trnsim.course.ui.collectives import CollectivesPanel
+
+    panel = CollectivesPanel()
+    out = []
+    for inst in panel.instance.options:
+        t0 = time.perf_counter()
+        panel.instance.value = inst
+        out.append((f"{inst} ({panel.ranks.value} ranks)", 1e3 * (time.perf_counter() - t0)))
+        if panel.error:
+            raise RuntimeError(f"CollectivesPanel reported an error while benchmarking {inst}: {panel.error}")
+    return out
+
+
 def main(argv: list[str]) -> int:
     only = argv[1:]
     print(f"{'panel':<20} {'median ms':>10} {'p90 ms':>8} {'CPU ms':>8}  goal < {GOAL_MS:.0f} ms (median)")
@@ -81,6 +98,10 @@ def main(argv: list[str]) -> int:
         med, p90 = statistics.median(t), t[int(0.9 * (len(t) - 1))]
         slow += med >= GOAL_MS
         print(f"{name:<20} {med:>10.1f} {p90:>8.1f} {statistics.median(cpu):>8.1f}  {'ok' if med < GOAL_MS else 'SLOW'}")
+    if not only or any(o.lower() in "collectives (09)" for o in only):
+        print("Collectives (09), first look at each instance (one run each, wall ms):")
+        for label, ms in collectives_first_views():
+            print(f"  {label:<40} {ms:>8.1f}")
     return 0
 
 

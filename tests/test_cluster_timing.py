@@ -206,3 +206,53 @@ def test_all_to_all_on_a_ring_is_set_by_the_busiest_link():
     link_ag_us = (p - 1) / p * S * p / (2 * B * 1e3)  # scaling-book ratio holds for the link terms
     assert 0.25 < t.beta_us / link_ag_us < 0.4
     assert ag_same_total.beta_us >= link_ag_us
+
+
+def _pattern_cost_by_hand(topo, src, dst, nbytes):
+    """The round-cost rule written out pair by pair and link by link (the reference for the vectorised one)."""
+    chips = topo.chip_index
+    loads: dict[int, float] = {}
+    alpha = 0.0
+    pairs: dict[tuple[int, int], float] = {}
+    for s, d, b in zip(src.tolist(), dst.tolist(), nbytes.tolist()):
+        k = (int(chips[s]), int(chips[d]))
+        pairs[k] = pairs.get(k, 0.0) + float(b)
+    for (a, b_chip), b in sorted(pairs.items()):
+        path, _, lat = topo.chip_route(a, b_chip)
+        for l in path:
+            loads[l] = loads.get(l, 0.0) + b
+        alpha = max(alpha, lat)
+    beta, kind, kind_bw = 0.0, "", float("inf")
+    for l, b in loads.items():
+        link = topo.links[l]
+        tt = b / link.gbytes_per_s * 1e-3
+        if tt > beta or (tt == beta and link.gbytes_per_s < kind_bw):
+            beta, kind, kind_bw = tt, link.kind, link.gbytes_per_s
+    ceiling = getattr(topo.spec, "rank_gbytes_per_s", None)
+    if ceiling:
+        w = nbytes.astype(np.float64)
+        tt = max(np.bincount(src, weights=w).max(), np.bincount(dst, weights=w).max()) / ceiling * 1e-3
+        if tt > beta:
+            beta, kind = tt, "rank-ceiling"
+    return alpha, beta, kind
+
+
+@pytest.mark.parametrize("name,nodes", [("trn1.32xlarge", 2), ("trn2.48xlarge", 1), ("trn2.ultraserver", 1)])
+def test_vectorised_round_cost_matches_the_rule_pair_by_pair(name, nodes):
+    from trnsim.cluster.collectives import pattern_cost
+    topo = topology(name, nodes)
+    rng = np.random.default_rng(7)
+    p = topo.size
+    for trial in range(6):
+        m = int(rng.integers(1, 4 * p))
+        src, dst = rng.integers(0, p, m), rng.integers(0, p, m)
+        nbytes = rng.integers(0, 3, m) * int(rng.choice([1, 4096, 2**20]))   # zero-byte pairs included
+        want = _pattern_cost_by_hand(topo, src, dst, nbytes)
+        for _ in range(2):                                   # second call: the cached route plan
+            got = pattern_cost(topo, src, dst, nbytes)
+            assert got[0] == want[0] and got[2] == want[2]
+            assert got[1] == pytest.approx(want[1], rel=1e-12, abs=0.0)
+    # a zero-byte message still crosses its route: its latency counts (here the only cross-node pair)
+    far = p - 1
+    src, dst, nbytes = np.array([0, 0]), np.array([1, far]), np.array([4096, 0])
+    assert pattern_cost(topo, src, dst, nbytes) == _pattern_cost_by_hand(topo, src, dst, nbytes)
