@@ -37,7 +37,7 @@ def test_matmul_and_memory_panels_take_taught_names(panel_cls):
     with pytest.raises(TraitError, match="'trn1', 'inf2', 'trn2', 'trn3'"):
         p.target.value = "trn9"
     p.dtype.value = None                        # no selection: a message, never an exception
-    assert p.result is None and p.error.startswith("pick a dtype")
+    assert p.result is None and p.error.startswith("choose the dtype")
     assert any(o["output_type"] == "stream" and o["name"] == "stderr" for o in p.out.outputs)
     p.dtype.value = "float32"
     assert p.error == "" and p.result is not None
@@ -48,7 +48,7 @@ def test_chip_explorer_takes_short_names_and_none():
     e.chip.value = "trn2"
     assert e.chip.value == "trainium2" and "Trainium2" in e.summary
     e.chip.value = None
-    assert e.error.startswith("pick a chip")
+    assert e.error.startswith("choose the chip")
     with pytest.raises(TraitError, match="'trainium2'"):
         e.chip.value = "h100"
 
@@ -58,7 +58,7 @@ def test_missing_choices_names_the_empty_controls():
         def __init__(self, d, v):
             self.description, self.value = d, v
 
-    assert missing_choices([W("dtype", None), W("target", "trn1")]) == "pick a dtype to see the result"
+    assert missing_choices([W("dtype", None), W("target", "trn1")]) == "choose the dtype to see the result"
     assert missing_choices([W("dtype", "bf16")]) == ""
 
 

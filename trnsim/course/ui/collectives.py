@@ -15,7 +15,7 @@ from trnsim.cluster.analysis import RingAnimation, auto_regions, ring_allreduce_
 from trnsim.cluster.collectives import CollectiveTiming
 from trnsim.cluster.topology import Topology
 from trnsim.catalog.datafiles import CatalogError
-from trnsim.course.ui.render import show
+from trnsim.course.ui.render import Choice, missing_choices, show
 from trnsim.course.viz.collectives import draw_ring_step, plot_time_vs_size
 
 SWEEP_SIZES = tuple(2**k for k in range(10, 33, 2))  # 1 KiB .. 4 GiB
@@ -36,15 +36,15 @@ class CollectivesPanel:
     def __init__(self, op: str = "all_reduce", size_log2: int = 24, instance: str = "trn1.32xlarge",
                  nodes: int = 1, ranks: int | None = None, algorithm: str = "auto") -> None:
         narrow = dict(layout=widgets.Layout(width="250px"), style={"description_width": "70px"})
-        self.op = widgets.Dropdown(options=list(OPS), value=op, description="op", **narrow)
+        self.op = Choice(options=list(OPS), value=op, description="op", **narrow)
         self.size_log2 = widgets.IntSlider(value=size_log2, min=10, max=32, description="log2 bytes",
                                            continuous_update=False)
         self.size_label = widgets.Label()
-        self.instance = widgets.Dropdown(options=_multi_chip_instances(), value=instance, description="instance",
+        self.instance = Choice(options=_multi_chip_instances(), value=instance, description="instance",
                                          **narrow)
         self.nodes = widgets.IntSlider(value=nodes, min=1, max=16, description="nodes", continuous_update=False)
         self.ranks = widgets.IntSlider(value=2, min=1, max=2, description="ranks", continuous_update=False)
-        self.algorithm = widgets.Dropdown(options=list(ALGORITHM_CHOICES), value=algorithm, description="algorithm",
+        self.algorithm = Choice(options=list(ALGORITHM_CHOICES), value=algorithm, description="algorithm",
                                           **narrow)
         self.out = widgets.Output(layout=widgets.Layout(min_height="380px", max_width="720px"))
         self.result: CollectiveTiming | None = None
@@ -103,9 +103,16 @@ class CollectivesPanel:
 
     def update(self) -> None:
         """Recompute and redraw; a bad combination is reported in the output area, not raised."""
-        self.error = ""
         n = 2 ** int(self.size_log2.value)
         self.size_label.value = f"S = {n:,} bytes"
+        self.error = missing_choices([self.op, self.instance, self.algorithm])
+        if not self.error and int(self.ranks.value) < 2:   # 0 us at every size: an empty log-scale plot
+            self.error = (f"ranks = {self.ranks.value}: one rank has no one to exchange data with, so every "
+                          "collective takes 0 us; pick 2 or more ranks")
+        if self.error:
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         try:
             topo = self._group()
             self.result = self.compute()

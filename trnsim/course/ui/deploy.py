@@ -13,7 +13,7 @@ from trnsim.deploy import DATA_CLASSES, DeployError, plan, report, transfer_rout
 from trnsim.deploy.planner import RANK_BY, PlanRequest
 from trnsim.serving import ServingError
 from trnsim.deploy.residency import sensitive_bases
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.course.viz.deploy import plan_bars, region_map
 
 
@@ -23,7 +23,7 @@ class MapPanel:
     def __init__(self, origin: str = "Kuala Lumpur", extent: str = "asia", neuron_in_region: bool = False,
                  draw: bool = True) -> None:
         self.draw = draw
-        self.origin = widgets.Dropdown(options=list(user_sites()), value=origin, description="users in")
+        self.origin = Choice(options=list(user_sites()), value=origin, description="users in")
         self.extent = widgets.ToggleButtons(options=["asia", "world"], value=extent, description="map")
         self.neuron_in_region = widgets.Checkbox(value=neuron_in_region, indent=False,
                                                  description="scenario: Neuron capacity arrives in ap-southeast-5",
@@ -67,22 +67,22 @@ class PlannerPanel:
         self.draw = draw
         self._base = r
         cu = dict(continuous_update=False)
-        self.users = widgets.Dropdown(options=list(user_sites()), value=r.users, description="users in")
-        self.data_class = widgets.Dropdown(options=DATA_CLASSES, value=r.data_class, description="data class")
+        self.users = Choice(options=list(user_sites()), value=r.users, description="users in")
+        self.data_class = Choice(options=DATA_CLASSES, value=r.data_class, description="data class")
         self.rate = widgets.FloatSlider(value=r.rate_rps, min=0.5, max=20.0, step=0.5, description="req/s", **cu)
         self.slo = widgets.IntSlider(value=int(r.ttft_slo_ms), min=100, max=5000, step=50, description="TTFT p99 ms", **cu)
-        self.model = widgets.Dropdown(options=("llama3.1-8b", "llama2-7b", "llama2-13b", "llama3.1-70b"), value=r.model,
+        self.model = Choice(options=("llama3.1-8b", "llama2-7b", "llama2-13b", "llama3.1-70b"), value=r.model,
                                       description="model")
         self.personal_share = widgets.FloatSlider(value=r.personal_share, min=0.05, max=0.95, step=0.05,
                                                   description="personal share", **cu)
-        self.route = widgets.Dropdown(options=[("(none chosen)", None)] + [(v, k) for k, v in transfer_routes().items()],
+        self.route = Choice(options=[("(none chosen)", None)] + [(v, k) for k, v in transfer_routes().items()],
                                       value=r.transfer_route, description="s.129 route")
         self.neuron_in_region = widgets.Checkbox(value=r.neuron_in_region, description="scenario: Neuron in ap-southeast-5",
                                                  indent=False, layout=widgets.Layout(width="auto"))
-        self.sensitive_basis = widgets.Dropdown(
+        self.sensitive_basis = Choice(
             options=[("(none chosen)", None)] + [(k.replace("_", " "), k) for k in sensitive_bases()],
             value=r.sensitive_basis, description="s.40 basis")
-        self.rank_by = widgets.Dropdown(options=RANK_BY, value=r.rank_by, description="rank by")
+        self.rank_by = Choice(options=RANK_BY, value=r.rank_by, description="rank by")
         self.out = widgets.Output(layout=widgets.Layout(min_height="420px"))
         self.options = []
         self.summary = ""

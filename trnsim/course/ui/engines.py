@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from trnsim.catalog import target as get_target
-from trnsim.course.ui.render import fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import Choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.models.engines import ENGINE_LABELS, ENGINES, PRESETS, STEP_KINDS, SequenceError, SequenceResult, run_sequence
 
 def outline_instructions(ax: Any, profile: Any) -> Any:
@@ -39,11 +39,11 @@ class EnginePanel:
     def __init__(self, preset: str = "unfused: scale, bias, exp on Scalar", free: int = 512, tiles: int = 1,
                  target: str = "trn1", max_steps: int = 4) -> None:
         kinds = [(NO_STEP, NO_STEP)] + [(s.label, s.key) for s in STEP_KINDS.values()]
-        self.preset = widgets.Dropdown(options=list(PRESETS), value=preset, description="preset",
+        self.preset = Choice(options=list(PRESETS), value=preset, description="preset",
                                        layout=widgets.Layout(width="360px"))
-        self.kind = [widgets.Dropdown(options=kinds, value=NO_STEP, description=f"step {i + 1}",
+        self.kind = [Choice(options=kinds, value=NO_STEP, description=f"step {i + 1}",
                                       layout=widgets.Layout(width="330px")) for i in range(max_steps)]
-        self.engine = [widgets.Dropdown(options=[(ENGINE_LABELS[e], e) for e in ENGINES], value="scalar",
+        self.engine = [Choice(options=[(ENGINE_LABELS[e], e) for e in ENGINES], value="scalar",
                                         layout=widgets.Layout(width="150px")) for _ in range(max_steps)]
         self.free = widgets.IntSlider(value=free, min=16, max=2048, step=16, description="free size",
                                       continuous_update=False)
@@ -67,8 +67,13 @@ class EnginePanel:
     def steps(self) -> list[tuple[str, str]]:
         return [(k.value, e.value) for k, e in zip(self.kind, self.engine) if k.value != NO_STEP]
 
-    def apply_preset(self, name: str) -> None:
-        """Set the step dropdowns from a preset, then run once."""
+    def apply_preset(self, name: str | None) -> None:
+        """Set the step dropdowns from a preset, then run once (None, no preset picked: the output area says so)."""
+        if name is None:
+            self.update()
+            return
+        if name not in PRESETS:
+            raise ValueError(f"preset={name!r}: choose one of {', '.join(repr(k) for k in PRESETS)}")
         seq = PRESETS[name]
         self._quiet = True
         try:
@@ -103,7 +108,8 @@ class EnginePanel:
         """Run the sequence and redraw; a step that cannot run is explained in the output area."""
         from trnsim.course.viz.timeline import plot_timeline
 
-        self.error = missing_choices([self.target, self.preset, *self.kind, *self.engine])
+        self.error = missing_choices([self.target, self.preset, *self.kind,
+                                      *((f"step {i + 1} engine", e) for i, e in enumerate(self.engine))])
         if self.error:
             self.result, self.summary = None, ""
             show(self.out, error=self.error)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.models.journey import WORKLOADS, FusionResult, compare_fusion
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, PanelFigure, show
+from trnsim.course.ui.render import Choice, PanelFigure, cached_tight_layout, fit_labels, missing_choices, show
 from trnsim.course.viz.journey import plot_engine_balance, plot_traffic
 from trnsim.course.viz.timeline import plot_timeline
 
@@ -31,11 +31,11 @@ class FusionPanel:
                  target: str = "trn1") -> None:
         style = {"description_width": "170px"}
         self.target = target
-        self.workload = widgets.Dropdown(options=list(WORKLOADS), value=workload, description="workload",
+        self.workload = Choice(options=list(WORKLOADS), value=workload, description="workload",
                                          style=style)
         self.length = widgets.SelectionSlider(options=list(LENGTHS), value=length, continuous_update=False,
                                               description="rows / sequence length", style=style)
-        self.cols = widgets.Dropdown(options=list(COLS), value=cols, description="columns (row kernels)",
+        self.cols = Choice(options=list(COLS), value=cols, description="columns (row kernels)",
                                      style=style)
         self.out = widgets.Output(layout=widgets.Layout(min_height="560px"))
         self.result: FusionResult | None = None

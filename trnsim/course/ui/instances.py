@@ -11,7 +11,7 @@ import ipywidgets as widgets
 
 from trnsim.catalog import instances
 from trnsim.models.compare import DTYPES, METRICS, Row, format_rows, metric_rows
-from trnsim.course.ui.render import cached_tight_layout, dtype_choice, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import Choice, cached_tight_layout, dtype_choice, fit_labels, missing_choices, panel_figure, show
 from trnsim.course.viz.chips import plot_metric_bars
 
 DEFAULT_SELECTION = ("inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge", "trn2.48xlarge")
@@ -24,7 +24,7 @@ class InstancePanel:
         names = [i.name for i in instances()]
         self.instances = widgets.SelectMultiple(options=names, value=tuple(selection), rows=10,
                                                 description="instances")
-        self.metric = widgets.Dropdown(options=[(m.label, k) for k, m in METRICS.items()], value=metric,
+        self.metric = Choice(options=[(m.label, k) for k, m in METRICS.items()], value=metric,
                                        description="metric")
         self.dtype = dtype_choice(DTYPES, dtype)
         self.out = widgets.Output(layout=widgets.Layout(min_height="360px"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from trnsim.models.journey import BlockResult, evaluate_blocks
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, PanelFigure, show
+from trnsim.course.ui.render import Choice, PanelFigure, cached_tight_layout, fit_labels, missing_choices, show
 from trnsim.course.viz.journey import plot_engine_utilisation, plot_sbuf_budget
 from trnsim.course.viz.timeline import plot_timeline
 
@@ -48,12 +48,12 @@ class BlockPanel:
         for d, v in (("m", block_m), ("n", block_n), ("k", block_k)):
             if v not in ok[d]:
                 raise ValueError(f"block_{d}={v} does not fit a {size}^3 matmul: choose one of {ok[d]}")
-        self.size = widgets.Dropdown(options=list(SIZES), value=size, description="M = N = K", style=style)
-        self.block_m = widgets.Dropdown(options=list(ok["m"]), value=block_m,
+        self.size = Choice(options=list(SIZES), value=size, description="M = N = K", style=style)
+        self.block_m = Choice(options=list(ok["m"]), value=block_m,
                                         description="M block (x128 rows)", style=style)
-        self.block_n = widgets.Dropdown(options=list(ok["n"]), value=block_n,
+        self.block_n = Choice(options=list(ok["n"]), value=block_n,
                                         description="N block (x512 cols)", style=style)
-        self.block_k = widgets.Dropdown(options=list(ok["k"]), value=block_k,
+        self.block_k = Choice(options=list(ok["k"]), value=block_k,
                                         description="K block (x128)", style=style)
         self._quiet = False
         self.out = widgets.Output(layout=widgets.Layout(min_height="520px"))

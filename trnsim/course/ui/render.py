@@ -250,7 +250,7 @@ class Choice(widgets.Dropdown):
     choices on a bad value.
 
     ``resolve`` maps a name the options do not list ("bf16", "trn2") to an option value, or raises
-    ValueError. ``None`` is allowed (no selection): the panel shows "pick a ..." instead of raising.
+    ValueError. ``None`` is allowed (no selection): the panel shows "choose the ..." instead of raising.
     """
 
     def __init__(self, *args: Any, resolve: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
@@ -310,9 +310,21 @@ def fit_labels(root: widgets.Widget) -> widgets.Widget:
 
 
 def missing_choices(controls: Iterable[Any]) -> str:
-    """"pick a <description>" for every control left at None ("" when every control has a value)."""
-    names = [getattr(w, "description", "") or "value" for w in controls if getattr(w, "value", 0) is None]
-    return ("pick a " + ", ".join(names) + " to see the result") if names else ""
+    """"choose the <description>" for every control left at None ("" when every control has a value).
+
+    A control whose description does not say what it is (an engine dropdown beside "step 1") can be
+    passed as a ``(name, control)`` pair: "choose the step 1 engine". A panel calls this before it reads its
+    controls, so a Dropdown set to None from code gives this message instead of an error from deep inside.
+    """
+    names = []
+    for c in controls:
+        name, w = c if isinstance(c, tuple) else (getattr(c, "description", "") or "value", c)
+        if getattr(w, "value", 0) is None:
+            names.append(name)
+    if not names:
+        return ""
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"choose the {listed} to see the result"
 
 
 def show(out: widgets.Output, fig: Figure | None = None, text: str = "", error: str = "") -> None:

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 
 from trnsim.serving import ServingError, estimate, service_times, simulate, valid_tp
 from trnsim.serving.hardware import gpu_instance_names
-from trnsim.course.ui.render import show
+from trnsim.course.ui.render import Choice, missing_choices, show
 from trnsim.course.viz.serving import latency_cdf, memory_bar, phase_breakdown
 
 MODELS = ("gpt2-small", "llama2-7b", "llama3.1-8b", "llama2-13b", "llama3.1-70b")
@@ -25,9 +25,9 @@ class EstimatorPanel:
                  input_tokens: int = 512, output_tokens: int = 128, draw: bool = True) -> None:
         self.draw = draw
         self._busy = False
-        self.model = widgets.Dropdown(options=MODELS, value=model, description="model")
-        self.instance = widgets.Dropdown(options=INSTANCES, value=instance, description="instance")
-        self.tp = widgets.Dropdown(options=valid_tp(model, instance), value=tp, description="TP degree")
+        self.model = Choice(options=MODELS, value=model, description="model")
+        self.instance = Choice(options=INSTANCES, value=instance, description="instance")
+        self.tp = Choice(options=valid_tp(model, instance), value=tp, description="TP degree")
         self.batch = widgets.IntSlider(value=batch, min=1, max=64, description="batch", continuous_update=False)
         self.input_tokens = widgets.IntSlider(value=input_tokens, min=16, max=8192, step=16, description="input tok",
                                               continuous_update=False)
@@ -44,11 +44,14 @@ class EstimatorPanel:
         self.update()
 
     def _on_hw(self, _change) -> None:
+        if missing_choices([self.model, self.instance]):
+            self.update()   # says what to pick; the TP options stay until the hardware is known again
+            return
         try:
             opts = valid_tp(self.model.value, self.instance.value)
-        except ServingError as exc:
-            self.error = str(exc)
-            show(self.out, error=self.error)
+        except ServingError as exc:   # the estimate shown before belongs to other hardware: drop it
+            self.result, self.summary, self.error = None, "", str(exc)
+            show(self.out, error=f"Cannot estimate: {self.error}")
             return
         keep = self.tp.value if self.tp.value in opts else opts[min(1, len(opts) - 1)]
         self._busy = True  # changing the options fires the tp observer; recompute once, below
@@ -61,7 +64,11 @@ class EstimatorPanel:
 
     def update(self) -> None:
         """Recompute and redraw; errors go to the output area and ``self.error``."""
-        self.error = ""
+        self.error = missing_choices([self.model, self.instance, self.tp])
+        if self.error:
+            self.result, self.summary = None, ""
+            show(self.out, error=self.error)
+            return
         try:
             self.result = estimate(self.model.value, self.instance.value, int(self.tp.value), int(self.batch.value),
                                    int(self.input_tokens.value), int(self.output_tokens.value))
@@ -120,7 +127,11 @@ class BatchingPanel:
         return self._tables[key]
 
     def update(self) -> None:
-        self.error = ""
+        self.error = missing_choices([('"show" metric', self.metric)])
+        if self.error:
+            self.results, self.summary = {}, ""
+            show(self.out, error=self.error)
+            return
         f = self.fixed
         try:
             st = self._times(int(self.max_batch.value))

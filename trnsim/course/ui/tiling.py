@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from trnsim.course.ui.render import cached_tight_layout, fit_labels, missing_choices, panel_figure, show
+from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, show
 from trnsim.models.tiling import Coverage, TilingChoice, format_coverage, simulate_coverage
 from trnsim.course.viz.tiling import plot_coverage
 
@@ -36,9 +36,9 @@ class TilingPanel:
         self.target = target
         self.rows = widgets.IntSlider(value=rows, min=1, max=1024, description="rows (P)", **slider)
         self.cols = widgets.IntSlider(value=cols, min=1, max=2048, description="columns (F)", **slider)
-        self.tile_p = widgets.Dropdown(options=TILE_P_OPTIONS, value=tile_p, description="tile partitions",
+        self.tile_p = Choice(options=TILE_P_OPTIONS, value=tile_p, description="tile partitions",
                                        style=style)
-        self.tile_f = widgets.Dropdown(options=TILE_F_OPTIONS, value=tile_f, description="tile free size",
+        self.tile_f = Choice(options=TILE_F_OPTIONS, value=tile_f, description="tile free size",
                                        style=style)
         self.loops_p = widgets.IntSlider(value=loops[0], min=1, max=16, description="loop over rows", **slider)
         self.loops_f = widgets.IntSlider(value=loops[1], min=1, max=8, description="loop over cols", **slider)

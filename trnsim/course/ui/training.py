@@ -37,11 +37,11 @@ class PlannerPanel:
     def __init__(self, model: str = "llama2-7b", instance: str = "trn1.32xlarge", nodes: int = 4,
                  seq_len: int = 4096, global_batch: int = 1024, train_tokens_b: float = 0.0, draw: bool = True):
         names = [n for n in models() if n != "tinygpt"]
-        self.model = widgets.Dropdown(options=names, value=model, description="model")
-        self.instance = widgets.Dropdown(options=_instances(), value=instance, description="instance")
-        self.nodes = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=nodes, description="nodes")
-        self.seq_len = widgets.Dropdown(options=[1024, 2048, 4096, 8192], value=seq_len, description="seq len")
-        self.global_batch = widgets.Dropdown(options=[64, 128, 256, 512, 1024, 2048, 4096], value=global_batch,
+        self.model = render.Choice(options=names, value=model, description="model")
+        self.instance = render.Choice(options=_instances(), value=instance, description="instance")
+        self.nodes = render.Choice(options=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=nodes, description="nodes")
+        self.seq_len = render.Choice(options=[1024, 2048, 4096, 8192], value=seq_len, description="seq len")
+        self.global_batch = render.Choice(options=[64, 128, 256, 512, 1024, 2048, 4096], value=global_batch,
                                              description="batch (seq)")
         self.train_tokens_b = widgets.FloatText(value=train_tokens_b, description="tokens (B)",
                                                 tooltip="0 = Chinchilla-optimal (20 tokens per parameter)")
@@ -68,6 +68,9 @@ class PlannerPanel:
     def update(self) -> None:
         self.error = None
         try:
+            missing = render.missing_choices([self.model, self.instance, self.nodes, self.seq_len, self.global_batch])
+            if missing:   # a Dropdown set to None from code
+                raise PlanError(missing)
             b = self.train_tokens_b.value
             if not (0 <= b <= MAX_TRAIN_TOKENS / 1e9):   # also refuses nan and inf
                 raise PlanError(f"tokens (B) = {b}: must be a finite number from 0 to {MAX_TRAIN_TOKENS / 1e9:,.0f} "
@@ -121,8 +124,8 @@ class ParallelStepPanel:
 
     def __init__(self, mode: str = "dp", cores: int = 8, batch: int = 16, draw: bool = True):
         self.mode = widgets.ToggleButtons(options=["single", "dp", "tp"], value=mode, description="mode")
-        self.cores = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32], value=cores, description="cores")
-        self.batch = widgets.Dropdown(options=[8, 16, 32, 64, 128], value=batch, description="batch")
+        self.cores = render.Choice(options=[1, 2, 4, 8, 16, 32], value=cores, description="cores")
+        self.batch = render.Choice(options=[8, 16, 32, 64, 128], value=batch, description="batch")
         self.output = widgets.Output()
         self.result: dict[str, float] | None = None
         self.summary = ""
@@ -135,8 +138,11 @@ class ParallelStepPanel:
 
     def update(self) -> None:
         self.error = None
-        mode, cores, batch = self.mode.value, int(self.cores.value), int(self.batch.value)
         try:
+            missing = render.missing_choices([self.mode, self.cores, self.batch])
+            if missing:   # a control set to None from code
+                raise PlanError(missing)
+            mode, cores, batch = self.mode.value, int(self.cores.value), int(self.batch.value)
             if mode == "single" and cores != 1:
                 raise PlanError("mode 'single' runs on 1 core; pick cores=1 or mode dp/tp")
             if mode == "dp" and batch % cores:
