@@ -6,6 +6,7 @@ import pytest
 import trnsim.nki as nki
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
+import trnsim.nki.typing as nt
 from trnsim.nki import KernelError
 
 rng = np.random.default_rng(6)
@@ -164,7 +165,7 @@ def attention_tile(q, k, v):
     probs = nl.ndarray((sq, skv), dtype=nl.float32, buffer=nl.sbuf)
     row_sum = nl.ndarray((sq, 1), dtype=nl.float32, buffer=nl.sbuf)
     with nl.no_reorder():
-        nisa.activation(dst=probs, op=nl.exp, data=scores, bias=row_max, reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation_reduce(dst=probs, op=nl.exp, data=scores, bias=row_max, reduce_op=nl.add, reduce_res=row_sum)
         inv = nl.ndarray((sq, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv, data=row_sum)
     # probs.T tiles (kv on partitions) for the second matmul
@@ -399,8 +400,8 @@ def test_psum_accumulation_keeps_a_value_not_written_by_a_matmul():
     np.testing.assert_allclose(bnki.simulate_kernel(k, a, b), a.T @ b + 2.0, rtol=1e-5, atol=1e-4)
 
 
-def test_nc_matmul_accumulates_onto_a_copied_psum_value():
-    @nki.jit
+def test_nc_matmul_accumulates_onto_a_copied_psum_value_on_nc_v4():
+    @nki.jit(target="trn3")
     def k(a, b, c):
         out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
         ps = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
@@ -412,6 +413,47 @@ def test_nc_matmul_accumulates_onto_a_copied_psum_value():
     b = rng.standard_normal((128, 64)).astype(np.float32)
     c = rng.standard_normal((128, 64)).astype(np.float32)
     np.testing.assert_allclose(nki.simulate(k)(a, b, c), a.T @ b + c, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("init", ["tensor_copy", "memset", "nl.full"])
+@pytest.mark.parametrize("numerics", [True, False])
+def test_nc_matmul_onto_a_non_matmul_psum_value_is_refused_before_nc_v4(target, init, numerics):
+    """nki.isa.nc_matmul: "On NeuronCore-v2 and NeuronCore-v3, matmul accumulating into a PSUM location that was
+    value-initialized by a non-matmul instruction (e.g., memset, tensor_copy) is not supported"."""
+    def k(a, b, c):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        if init == "nl.full":
+            ps = nl.full((128, 64), 2.0, dtype=nl.float32, buffer=nl.psum)
+        else:
+            ps = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+            if init == "tensor_copy":
+                nisa.tensor_copy(dst=ps, src=nl.load(c))
+            else:
+                nisa.memset(dst=ps, value=2.0)
+        nisa.nc_matmul(dst=ps, stationary=nl.load(a), moving=nl.load(b), accumulate=True)
+        nl.store(out, nl.copy(ps))
+        return out
+    a = nt.tensor[[128, 128], nl.float32]
+    b = nt.tensor[[128, 64], nl.float32]
+    c = nt.tensor[[128, 64], nl.float32]
+    with pytest.raises(nki.KernelError, match="err_matmul_accumulate_onto_non_matmul_value") as err:
+        nki.trace_kernel(k, a, b, c, numerics=numerics, target=target)
+    assert "accumulate=False" in str(err.value) and target in str(err.value)
+
+
+def test_nc_matmul_onto_a_zero_psum_fill_still_accumulates():
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        ps = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)      # a zero fill folds into the first matmul
+        nisa.nc_matmul(dst=ps, stationary=nl.load(a), moving=nl.load(b))
+        nisa.nc_matmul(dst=ps, stationary=nl.load(a), moving=nl.load(b))
+        nl.store(out, nl.copy(ps))
+        return out
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate(k)(a, b), 2 * (a.T @ b), rtol=1e-5, atol=1e-4)
 
 
 def test_transpose_mode_matmul_is_stationary_transposed():

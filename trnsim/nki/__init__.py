@@ -41,7 +41,7 @@ from trnsim.nki.ranks import simulate_ranks, trace_ranks  # noqa: F401
 from trnsim.nki.rules import TARGETS, KernelError, RemovedApiError, limits_for, removed_api  # noqa: F401
 from trnsim.nki.runtime import Kernel, default_target, jit, simulate, trace_kernel  # noqa: F401
 from trnsim.nki.trace import Allocation, Instruction, Operand, Region, Trace  # noqa: F401
-from trnsim.nki.context import ActivationRangeWarning, UninitializedReadWarning  # noqa: F401
+from trnsim.nki.context import AccumulatorIdleWarning, ActivationRangeWarning, UninitializedReadWarning  # noqa: F401
 from trnsim.nki.tensors import ApOffsetWarning  # noqa: F401
 
 _REMOVED = {
@@ -60,4 +60,4 @@ def __getattr__(name: str):
 
 __all__ = ["jit", "simulate", "trace_kernel", "Kernel", "KernelError", "Trace", "Instruction", "Operand", "Region",
            "Allocation", "isa", "language", "typing", "compiler", "collectives", "simulate_ranks", "trace_ranks",
-           "default_target", "limits_for", "UninitializedReadWarning", "ActivationRangeWarning", "ApOffsetWarning", "RemovedApiError"]
+           "default_target", "limits_for", "UninitializedReadWarning", "ActivationRangeWarning", "AccumulatorIdleWarning", "ApOffsetWarning", "RemovedApiError"]

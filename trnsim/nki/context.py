@@ -91,6 +91,14 @@ class ActivationRangeWarning(RuntimeWarning):
 ActivationRangeWarning.__module__ = "trnsim.nki"
 
 
+class AccumulatorIdleWarning(RuntimeWarning):
+    """``nisa.activation(..., reduce_op=..., reduce_res=...)`` left at ``reduce_cmd=idle`` (the default): the
+    accumulator is not updated, so ``reduce_res`` receives its earlier value, not this instruction's reduction."""
+
+
+AccumulatorIdleWarning.__module__ = "trnsim.nki"
+
+
 class NoReorderBlock:
     """``with nki.compiler.no_reorder():`` -- instructions issued inside keep their program order."""
 
@@ -333,7 +341,7 @@ class Context:
         if not isinstance(fill, str):
             t.written = True
             if buffer == "psum" and float(fill) != 0.0:
-                t.mm_open = True
+                t.mm_open = t.psum_other_value = True
         return t
 
     def _flush_peak(self) -> None:
@@ -593,6 +601,10 @@ class Context:
             root = t.root
             if root is not None:
                 root.written = True
+            if t.buffer == "psum" and engine != "tensor" and opcode != "memset":
+                # a PSUM value no matmul wrote: the next matmul accumulates onto it (accumulate=None), which NC-v2/v3
+                # do not support (isa.common.check_accumulate); memset decides for itself (a zero fill is folded)
+                t.mm_open = t.psum_other_value = True
             op = v._op
             if op is None or t.alias is not None:
                 op = self.operand(v)

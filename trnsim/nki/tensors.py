@@ -344,6 +344,7 @@ class Tensor(NkiTensorMethods):
     alias = None            # View this temp tile was retargeted into (see language.assign)
     written = False
     mm_open = False         # PSUM: a matmul accumulation group is open (numerics=False tracking)
+    psum_other_value = False   # PSUM: last written by a non-matmul instruction with a value a matmul would add to
     root = None             # the tensor a reshaped HBM tensor views
     _full_geom = None       # (partition_start, partitions, byte_start, byte_stop, contiguous_bytes) of the full view
     _geoms = None           # the same for basic sub-views, by ranges: one dict shared by every tensor of a tile spec

@@ -74,6 +74,12 @@ def save(ctx, engine: str, values) -> None:
     tab[(getattr(ctx, "core", 0), engine)] = True if values is None else np.asarray(values, dtype=np.float32)
 
 
+def peek(ctx, engine: str):
+    """The accumulator state of ``engine`` on this core without changing it: float32 [P] values, True (set in a
+    timing-only trace), or None (nothing reset or loaded it)."""
+    return _table(ctx).get((getattr(ctx, "core", 0), engine))
+
+
 def invalidate(ctx, engine: str) -> None:
     """``idle`` instructions may clobber the accumulator (reference note): later ``reduce`` must reset first."""
     _table(ctx).pop((getattr(ctx, "core", 0), engine), None)

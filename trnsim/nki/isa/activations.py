@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from trnsim.nki.context import ActivationRangeWarning, as_view, current, read, write
+from trnsim.nki.context import AccumulatorIdleWarning, ActivationRangeWarning, as_view, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
@@ -85,6 +85,12 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
                           f"activation bias must be a [P, 1] tile on {ctx.target} (a constant scalar bias needs "
                           "NeuronCore-v3 or newer)" if nki06 else "activation bias must be a [P, 1] tile",
                           "put the bias in a [P, 1] tile (e.g. nl.full((P, 1), b, nl.float32))")
+    if nki06 and name == "reciprocal" and bias is not None and ctx.limits.neuroncore_version == "NC-v2":
+        # nl.reciprocal as an activation "doesn't support setting bias on NeuronCore-v2" (nki.api.shared)
+        raise KernelError("err_activation_bias_invalid_type",
+                          f"activation op=nl.reciprocal takes no bias on {ctx.target} (NeuronCore-v2)",
+                          "add the bias first (nisa.tensor_scalar(dst, data, op0=nl.add, operand0=bias)), then take "
+                          "the reciprocal without bias")
     if nki06 and api in ("activation", "activation_reduce") and reduce_op is not None and \
             op_name(reduce_op, "reduce") != "add":
         raise KernelError("err_unsupported_op",
@@ -125,6 +131,11 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
     cmd = None if reduce_cmd in (None, _rc.idle) else _accum.check_cmd(
         reduce_cmd, api, (_rc.idle, _rc.reset, _rc.reduce, _rc.reset_reduce))
     red_name_out = red_name
+    if cmd is None and nki06 and api == "activation" and reduce_res is not None:
+        # NKI 0.6 pseudo-code (nki.isa.activation): with reduce_cmd=idle the accumulator is left as it was and
+        # "if reduce_res: reduce_res = reduce_regs", so reduce_res reads the accumulator's earlier value
+        _idle_readout(ctx, engine, reduce_res, red_name, P, api, writes)
+        red_name = None
     if cmd is not None:
         # NKI 0.6: reduce into the Scalar Engine accumulator; reduce_res (optional) reads it out
         if cmd != _rc.reset and red_name is None:
@@ -169,6 +180,32 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
     return result_of(dst, out_t, dview)
 
 
+def _idle_readout(ctx, engine: str, reduce_res, red_name, P: int, api: str, writes: list) -> None:
+    """``reduce_res`` of an ``activation`` left at ``reduce_cmd=idle``: the accumulator's current value (KernelError
+    if nothing on this core set it; an AccumulatorIdleWarning if a ``reduce_op`` suggests a reduction was meant)."""
+    rv = as_view(reduce_res)
+    if rv.shape[0] != P or free_size(rv.shape) != 1:
+        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    state = _accum.peek(ctx, engine)
+    fix = ("pass reduce_cmd=nisa.reduce_cmd.reset_reduce to reduce this instruction's output into reduce_res "
+           "(or call nisa.activation_reduce, which does)")
+    if state is None:
+        raise KernelError("err_accumulator_uninitialized",
+                          f"'{api}' reads the {engine} engine accumulator into reduce_res{fmt_shape(rv.shape)}, but "
+                          "reduce_cmd=idle (the default) leaves the accumulator unchanged and nothing on this core "
+                          "reset or loaded it: reduce_res would hold undefined values on the hardware", fix)
+    if red_name is not None:
+        loc, src = user_location()
+        warnings.warn(AccumulatorIdleWarning(
+            f"'{api}' has reduce_op={red_name} and reduce_res but reduce_cmd=idle (the default): the accumulator is "
+            f"not updated, so reduce_res gets its earlier value, not this instruction's {red_name} reduction, at {loc}"
+            + (f": {src}" if src else "") + f". To reduce this instruction: {fix}."), stacklevel=4)
+    if ctx.numerics and state is not True:
+        write(rv, np.asarray(state, dtype=np.float32)[:P].reshape(rv.shape))
+    writes.append(rv)
+
+
 def _activation_beta1(*args, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **kw):
     """``out = func(data * scale + bias)`` on ScalarE (fp32 internally), optional free-axis reduce into reduce_res."""
@@ -200,8 +237,9 @@ def _activation_06(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd
 
 
 def _activation_reduce_06(dst, op, data, reduce_op, reduce_res, bias, scale, name):
-    """``activation`` with its free-axis reduction into ``reduce_res`` ([P, 1])."""
-    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst)
+    """``activation`` with its free-axis reduction into ``reduce_res`` ([P, 1]): "equivalent to calling
+    nisa.activation with reduce_cmd=nisa.reduce_cmd.reset_reduce" (nki.isa.activation_reduce)."""
+    return _activation(op, data, bias, scale, reduce_op, reduce_res, None, None, dst, reduce_cmd=_rc.reset_reduce)
 
 
 activation = two_forms("activation", [("dst", REQUIRED), ("op", REQUIRED), ("data", REQUIRED), ("bias", None),

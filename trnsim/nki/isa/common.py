@@ -137,6 +137,7 @@ def finish(ctx, out_tensor, vals32=None) -> None:
 
 def store_result(ctx, dview, vals, mask):
     dview.tensor.mm_open = dview.tensor.buffer == "psum"   # a written PSUM location accumulates the next matmul
+    dview.tensor.psum_other_value = dview.tensor.mm_open     # ... but it holds no matmul result (check_accumulate)
     ctx.last_mask = mask
     if ctx.numerics:
         if vals.shape != dview.shape:
@@ -145,6 +146,47 @@ def store_result(ctx, dview, vals, mask):
         write(dview, vals, mask)
         if dview.tensor.acc is not None:
             dview.tensor.acc[dview.npkey()] = True if mask is None else (mask | dview.tensor.acc[dview.npkey()])
+
+
+def bit_pattern(vals: np.ndarray, dview) -> np.ndarray:
+    """A bitvec result as ``dview``'s integer storage: the low bits of each pattern, no saturation (bitvec
+    operators "treat all input elements as bit patterns without any data type casting", nki.isa.tensor_tensor;
+    an int8 -1 stored as uint8 is 255, and 0x12345678 stored as int16 is 0x5678). Non-integer results and
+    destinations are returned unchanged (they take the ordinary conversion)."""
+    st = dview.tensor.data.dtype if dview.tensor.data is not None else None
+    if st is None or st.kind not in "iu" or vals.dtype.kind not in "iu":
+        return vals
+    return vals.astype(st, copy=False)   # integer -> integer astype keeps the low bits (two's complement)
+
+
+def refuse_gpsimd_psum(api: str, why: str, **operands) -> None:
+    """err_unsupported_memory if any named operand (a View) is in PSUM: "GpSimd Engine cannot access PSUM"
+    (nki.isa tensor_copy, tensor_tensor, tensor_scalar, memset, iota, rng; the architecture guides)."""
+    for arg, v in operands.items():
+        if v is not None and getattr(getattr(v, "tensor", None), "buffer", None) == "psum":
+            raise KernelError("err_unsupported_memory",
+                              f"'{api}' runs on the GpSimd Engine ({why}), which cannot access PSUM, but {arg} "
+                              f"{fmt_shape(v.shape)} is in PSUM",
+                              "run it on the Vector Engine (engine=nisa.engine.vector), or copy the PSUM tile to "
+                              "SBUF first (nisa.tensor_copy)")
+
+
+def check_accumulate(ctx, psum_tensor, api: str) -> None:
+    """A matmul accumulating onto a PSUM value that a non-matmul instruction wrote (memset to a non-zero value,
+    tensor_copy, activation, an assignment): "On NeuronCore-v2 and NeuronCore-v3, matmul accumulating into a PSUM
+    location that was value-initialized by a non-matmul instruction ... is not supported and is undefined behavior
+    on hardware" (nki.isa.nc_matmul). NeuronCore-v4 supports it; Beta 1 kernels keep their old behaviour. (A zero
+    fill is folded into the first matmul, as the compiler does, so ``nl.zeros(..., buffer=nl.psum)`` is fine.)"""
+    if not psum_tensor.psum_other_value or ctx.dialect == "beta1" or \
+            ctx.limits.neuroncore_version not in ("NC-v2", "NC-v3"):
+        return
+    raise KernelError("err_matmul_accumulate_onto_non_matmul_value",
+                      f"'{api}' accumulates onto PSUM tile {psum_tensor.name or 'tile'}{fmt_shape(psum_tensor.shape)}, "
+                      f"whose value was written by a non-matmul instruction (memset, tensor_copy, activation, an "
+                      f"assignment); on {ctx.target} ({ctx.limits.neuroncore_version}) that is undefined behaviour on "
+                      "the hardware",
+                      "start the accumulation group with accumulate=False (or a fresh PSUM tile) and add the initial "
+                      "value afterwards with nisa.tensor_tensor; NeuronCore-v4 (trn3) supports accumulating onto it")
 
 
 def result_of(dst_given, out_tensor, dview):

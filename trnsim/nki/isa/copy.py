@@ -5,7 +5,7 @@ from trnsim.nki.context import current, read
 from trnsim.nki.isa.common import dtype_or, finish, free_size, out_tile, result_of, store_result, tile_arg
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import Broadcast, mask_array
-from trnsim.nki.isa.common import REQUIRED, two_forms
+from trnsim.nki.isa.common import REQUIRED, refuse_gpsimd_psum, two_forms
 
 
 def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy"):
@@ -16,9 +16,8 @@ def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy")
         v = tile_arg(src, api, "src")
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
-    if eng == "gpsimd" and dview.tensor.buffer == "psum":
-        raise KernelError("err_unsupported_memory", "GpSimd engine cannot access PSUM",
-                          "use the Vector or Scalar engine to read/write PSUM")
+    if eng == "gpsimd":
+        refuse_gpsimd_psum(api, "engine=gpsimd", dst=dview)
     res = None
     if ctx.numerics:
         # Vector and GpSimd engines copy bit-accurately when src and dst have the same dtype (nki.isa.tensor_copy);

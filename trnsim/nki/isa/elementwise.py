@@ -6,8 +6,9 @@ import numpy as np
 
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, current, read
-from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
-                                   require_fp32_vector, result_of, scalar_or_vector, store_result, tile_arg)
+from trnsim.nki.isa.common import (bcast_free, bit_pattern, check_free_limit, dtype_or, finish, free_size, is_tile,
+                                   out_tile, refuse_gpsimd_psum, require_fp32_vector, result_of, scalar_or_vector,
+                                   store_result, tile_arg)
 from trnsim.nki.isa.ops import (ALU, BITVEC, INT_EXACT, UNARY_ALU, alu_name, bitvec, check_unary_operand,
                                 op_name)
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -62,8 +63,14 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
                           "use integer tiles (nl.int32, nl.uint32, ...); view float bits with .bitcast(nl.int32)")
     # int32/uint32 in and out, an arithmetic op, engine left to the compiler, nothing in PSUM: the GpSimd Engine's
     # native integer arithmetic, exact for all 32-bit values (nki.isa.tensor_tensor)
+    nki06 = ctx.dialect != "beta1"
+    if nki06 and (name == "power" or (eng == "gpsimd" and not eng_auto)):
+        # nl.power runs on GpSimd, as does engine=gpsimd; "GpSimd Engine cannot access PSUM" (nki.isa.tensor_tensor)
+        refuse_gpsimd_psum(api, "nl.power runs there" if name == "power" else "engine=gpsimd",
+                           data1=a, data2=b, dst=dview)
+        eng = "gpsimd"
     i32 = ("int32", "uint32")
-    int_exact = (not bits and name in INT_EXACT and eng_auto
+    int_exact = (not bits and name in INT_EXACT and (eng_auto or (nki06 and eng == "gpsimd"))
                  and a.tensor.dtype_name in i32 and b.tensor.dtype_name in i32 and dview.tensor.dtype_name in i32
                  and "psum" not in (a.tensor.buffer, b.tensor.buffer, dview.tensor.buffer))
     if int_exact:
@@ -72,7 +79,8 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
     if ctx.numerics:
         if bits and ints:
             ra = read(a, raw=True)
-            res = bitvec(name, np.broadcast_to(ra, shape), np.broadcast_to(read(b, raw=True), shape))
+            res = bit_pattern(bitvec(name, np.broadcast_to(ra, shape), np.broadcast_to(read(b, raw=True), shape)),
+                              dview)
         elif int_exact:
             with np.errstate(all="ignore"):
                 r = INT_EXACT[name](read(a, raw=True).astype(np.int64), read(b, raw=True).astype(np.int64))
@@ -147,6 +155,8 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
     dview, out_t = out_tile(shape, odt, "sbuf", api, dst)
     int_bits = bits and dt.is_int(v.tensor.dtype_name) and all(not vec or dt.is_int(o.tensor.dtype_name)
                                                                 for o, vec in ((o0, vec0), (o1, vec1)))
+    if nki06 and eng == "gpsimd":
+        refuse_gpsimd_psum(api, "engine=gpsimd", data=v, dst=dview)
     if nki06 and eng == "scalar" and ctx.target == "trn2" and not bits and \
             (n0, n1) not in (("multiply", "add"), ("multiply", None), ("add", None)):
         # "The Scalar Engine on trn2 only supports some operator combinations" (nki.isa.tensor_scalar)
@@ -185,7 +195,7 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
                     x = bitvec(name, np.broadcast_to(np.asarray(ov, dtype=x.dtype), x.shape), x)
                 else:
                     x = bitvec(name, x, ov)
-            res = x
+            res = bit_pattern(x, dview)
         else:
             x = read(v)
             with np.errstate(all="ignore"):

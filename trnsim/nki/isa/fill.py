@@ -12,7 +12,7 @@ from trnsim.nki.context import as_view, current, write
 from trnsim.nki.isa.common import dtype_or, finish, free_size, is_tile, out_tile, result_of, store_result
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import mask_array
-from trnsim.nki.isa.common import REQUIRED, pattern_values, tile_arg, two_forms
+from trnsim.nki.isa.common import REQUIRED, pattern_values, refuse_gpsimd_psum, tile_arg, two_forms
 from trnsim.nki.rules import fmt_shape
 
 
@@ -71,8 +71,10 @@ def _memset_into(dview, value, mask=None, eng="vector"):
         raise KernelError("err_hbm_tensor_with_init_value_not_supported",
                           "HBM tensors cannot be filled by compute engines",
                           "fill an SBUF tile and nl.store it")
+    if eng == "gpsimd" and ctx.dialect != "beta1":
+        refuse_gpsimd_psum("memset", "engine=gpsimd", dst=d)
     value = fill_value(value, d.tensor.dtype_name, d.shape)
-    d.tensor.mm_open = d.tensor.buffer == "psum" and value != 0.0
+    d.tensor.mm_open = d.tensor.psum_other_value = d.tensor.buffer == "psum" and value != 0.0
     ctx.last_mask = None
     if ctx.numerics:
         # integer fills exactly (float64 holds every 32-bit integer), floats via the fp32 fill value

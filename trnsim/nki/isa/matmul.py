@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
-from trnsim.nki.isa.common import finish, out_tile, result_of, tile_arg
+from trnsim.nki.isa.common import check_accumulate, finish, out_tile, result_of, tile_arg
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -54,6 +54,19 @@ def _check_matmul(s, m, d, lim, api: str, transpose_mode: bool = False) -> None:
                               f"operand '{arg}' of '{api}' has dtype {d_}; the Tensor Engine takes "
                               "fp8_e4m3/fp8_e5m2/bfloat16/float16/tfloat32/float32",
                               "cast the tile (nl.copy(x, dtype=nl.bfloat16)) before the matmul")
+    if "float8_e4m3fn" in (sd, md):
+        # "Starting NeuronCore-v4, float8_e4m3fn (OCP FP8) is also supported; float8_e4m3 (legacy) and
+        # float8_e4m3fn cannot be mixed in the same matmul" (nki.isa.nc_matmul)
+        if lim.neuroncore_version in ("NC-v2", "NC-v3"):
+            raise KernelError("err_unsupported_dtype",
+                              f"'{api}' operand dtype float8_e4m3fn (OCP FP8) needs NeuronCore-v4 (trn3); "
+                              f"{lim.target} ({lim.neuroncore_version}) takes float8_e4m3 / float8_e5m2",
+                              "use nl.float8_e4m3 (or nl.float8_e5m2) on this target, or target trn3")
+        if {sd, md} == {"float8_e4m3", "float8_e4m3fn"}:
+            raise KernelError("err_matmul_dtype_mismatch",
+                              f"'{api}' mixes legacy float8_e4m3 with OCP float8_e4m3fn (stationary {sd}, moving "
+                              f"{md}): the two FP8 formats cannot be mixed in one matmul",
+                              "cast one operand so both are float8_e4m3fn (or both float8_e4m3)")
     if (sd in _WIDE) != (md in _WIDE):
         raise KernelError("err_matmul_dtype_mismatch",
                           f"'{api}' mixes {sd} stationary with {md} moving: if one operand is float32/tfloat32 the "
@@ -187,7 +200,10 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
             dview.tensor.acc[...] = True
     elif dst is not None:
         group_start = accumulate is False or (accumulate is None and not dview.tensor.mm_open)
+    if not group_start and dst is not None:
+        check_accumulate(ctx, dview.tensor, api)
     dview.tensor.mm_open = True
+    dview.tensor.psum_other_value = False
     if not group_start:
         reads.append(dview)
     attrs = {"accumulate": not group_start, "group_start": group_start, "stationary_free": M, "moving_free": N,

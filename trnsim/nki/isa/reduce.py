@@ -15,7 +15,7 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, UNARY_ALU, alu_name, check_unary_operand, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
-from trnsim.nki.isa.common import REQUIRED, two_forms
+from trnsim.nki.isa.common import REQUIRED, bit_pattern, two_forms
 
 
 def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, dst=None, api="tensor_reduce",
@@ -62,10 +62,15 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
                           f"'{api}' with the bitvec operator {name} needs integer tiles, got data "
                           f"{v.tensor.dtype_name}, dst {dview.tensor.dtype_name}",
                           "use integer tiles (nl.int32, ...); view float bits with .bitcast(nl.int32)")
+    if name in BITVEC and negate and ctx.dialect != "beta1":
+        # negate "is only applicable when op is an arithmetic operator" (nki.isa.tensor_reduce)
+        raise KernelError("err_invalid_arguments",
+                          f"'{api}' with the bitvec operator {name} cannot negate: negate applies to arithmetic "
+                          "operators only", "drop negate=True, or reduce with an arithmetic operator (nl.add, ...)")
     res = None
     if ctx.numerics and int_bits:
         r = REDUCE[name](read(v, raw=True), axis=tuple(axes), keepdims=keepdims)
-        res = np.asarray(r).reshape(shape)
+        res = bit_pattern(np.asarray(r).reshape(shape), dview)
         store_result(ctx, dview, res, mask_array(mask, shape))
     elif ctx.numerics:
         x = read(v)

@@ -14,6 +14,7 @@ import numpy as np
 from trnsim.nki.context import check_assign_shape, current, read, write
 from trnsim.nki.isa.dma import _dma
 from trnsim.nki.isa.fill import _memset_into
+from trnsim.nki.isa.common import check_accumulate
 from trnsim.nki.rules import KernelError
 from trnsim.nki.tensors import Broadcast, Tensor, View
 
@@ -50,7 +51,7 @@ def assign(dst: View, value) -> None:
                 write(dst, vals, msk)
                 if dst.tensor.acc is not None:
                     dst.tensor.acc[dst.npkey()] = True
-            dst.tensor.mm_open = dst.tensor.buffer == "psum"
+            dst.tensor.mm_open = dst.tensor.psum_other_value = dst.tensor.buffer == "psum"
             ctx.retarget_last_write(value, dst)
             return
         value = value.full_view()
@@ -88,7 +89,10 @@ def augmented(dst: View, value, op: str):
                 t.acc[key] = True
             else:
                 group_start = not t.mm_open
+            if not group_start:
+                check_accumulate(ctx, t, "+= nl.matmul")
             t.mm_open = True
+            t.psum_other_value = False
             ins.attrs["accumulate"] = not group_start
             ins.attrs["group_start"] = group_start
             ctx.retarget_last_write(value, dst, rmw=True)

@@ -224,6 +224,12 @@ def zeros_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
 def empty_like(x, dtype=None, buffer=None, name: str = "", **kwargs) -> Tensor:
     if kwargs:
         refuse_extras('empty_like', empty_like, None, kwargs)
+    if buffer is None:   # "default: same as x" (nki.language.empty_like; zeros_like & co. default to sbuf)
+        t = x if isinstance(x, Tensor) else getattr(x, "tensor", None)
+        if t is not None:
+            buffer = t.buffer if t.buffer != "hbm" else \
+                ("shared_hbm" if t.kind in ("input", "output", "shared") else "private_hbm" if t.kind == "private"
+                 else "hbm")
     return ndarray(x.shape, dtype or x.dtype, buffer=buffer, name=name)
 
 
