@@ -72,8 +72,8 @@ def test_spreading_over_engines_overlaps_tiles():
 
 
 def test_bad_sizes_are_clear():
-    with pytest.raises(SequenceError, match="exceed architecture limitation of 512"):
-        run_sequence([("matmul", "tensor")], 128, 1024)
+    with pytest.raises(SequenceError, match="one PSUM bank holds 2048 bytes .512 fp32 elements"):
+        run_sequence([("matmul", "tensor")], 128, 1024)   # its [128, 1024] fp32 result does not fit one bank
     with pytest.raises(SequenceError, match="tiles=9"):
         run_sequence([("exp", "scalar")], 128, 64, tiles=9)
 
@@ -167,4 +167,4 @@ def test_matmul_after_an_fp32_step_runs_in_fp32_at_a_quarter_rate():
 def test_kernel_errors_do_not_point_into_library_files():
     with pytest.raises(SequenceError) as err:
         run_sequence([("matmul", "tensor")], 128, 1024)
-    assert "engines.py" not in str(err.value) and "gemm_moving_fmax" in str(err.value)
+    assert "engines.py" not in str(err.value) and "psum_bank_fmax" in str(err.value)

@@ -4,7 +4,7 @@ All four compute ``result[M, N] = lhsT.T @ rhs`` with ``lhsT[K, M]`` (the left o
 transposed, contraction dim K on the partitions) and ``rhs[K, N]``, in NKI 0.6 style
 (``nl.load`` / ``nisa.nc_matmul(dst=psum, stationary=, moving=)`` accumulating in PSUM / ``nisa.tensor_copy`` /
 ``nl.store``; groups of tiles are Python lists of tiles). Tiles: TILE_K = pmax = 128,
-TILE_M = gemm_stationary_fmax = 128, TILE_N = min(gemm_moving_fmax, psum_fmax) = 512, so one matmul
+TILE_M = gemm_stationary_fmax = 128, TILE_N = min(gemm_moving_fmax, psum_bank_fmax) = 512, so one matmul
 output fills one PSUM bank on every generation (NC-v4 would allow a moving free size up to 4096). Each stage removes one
 cause of HBM traffic or idle time:
 
@@ -48,7 +48,7 @@ def tiles_per_block(size: int, tile: int, tiles_in_block: int) -> int:
 def _tiles():
     """(TILE_M, TILE_K, TILE_N) of the current target: stationary free size, partitions, one PSUM bank of fp32."""
     return (nl.tile_size.gemm_stationary_fmax, nl.tile_size.pmax,
-            min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_fmax))
+            min(nl.tile_size.gemm_moving_fmax, nl.tile_size.psum_bank_fmax))
 
 
 def _evacuate(res_psum, dtype, rows: int, cols: int):

@@ -53,7 +53,7 @@ def opt_tiled(lhsT, rhs):
     tiles are loaded right before every matmul, so every input tile is fetched once per output tile using it."""
     TM, TK, TN = _tiles()
     K, M, N = _dims(lhsT, rhs, "opt_tiled", M=TM, N=TN, K=TK)
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.hbm)
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for mi in nl.affine_range(M // TM):
         for ni in nl.affine_range(N // TN):
             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
@@ -75,7 +75,7 @@ def opt_hoisted(lhsT, rhs):
     N tile; the K column of rhs tiles is loaded once per (m, n) and consumed by K/128 back-to-back matmuls."""
     TM, TK, TN = _tiles()
     K, M, N = _dims(lhsT, rhs, "opt_hoisted", M=TM, N=TN, K=TK)
-    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.hbm)
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
     for mi in nl.affine_range(M // TM):
         a_col = nl.ndarray((TK, (K // TK) * TM), dtype=lhsT.dtype, buffer=nl.sbuf)     # K/128 tiles side by side
         for ki in nl.affine_range(K // TK):
@@ -100,7 +100,7 @@ def opt_block_free(lhsT, rhs, tiles_m: int = 2, tiles_n: int = 2):
     TM, TK, TN = _tiles()
     BM, BN = TM * tiles_m, TN * tiles_n
     K, M, N = _dims(lhsT, rhs, "opt_block_free", M=BM, N=BN, K=TK)
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.hbm)
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for mb in nl.affine_range(M // BM):
         KT = K // TK
         a_blk = nl.ndarray((TK, tiles_m * KT * TM), dtype=lhsT.dtype, buffer=nl.sbuf)   # tile (bm, ki) at bm*KT+ki
@@ -138,11 +138,11 @@ def opt_block_all(lhsT, rhs, tiles_m: int = 16, tiles_n: int = 2, tiles_k: int =
     TM, TK, TN = _tiles()
     BM, BN, BK = TM * tiles_m, TN * tiles_n, TK * tiles_k
     K, M, N = _dims(lhsT, rhs, "opt_block_all", M=BM, N=BN, K=BK)
-    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.hbm)
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
     for nb in nl.affine_range(N // BN):
         # fp32 partial sums of all M rows of this N block: one [128, 512] tile per (M tile, N tile)
         # tile (mt, bn) of the partial sums sits at free offset (mt * tiles_n + bn) * TN
-        partial = nl.ndarray((TM, (M // TM) * tiles_n * TN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        partial = nl.ndarray((TM, (M // TM) * tiles_n * TN), dtype=nl.float32, buffer=nl.sbuf)
         for mt in nl.affine_range(M // TM):
             for bn in nl.affine_range(tiles_n):
                 j = mt * tiles_n + bn

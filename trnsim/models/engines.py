@@ -1,7 +1,7 @@
 """Notebook 02's engine model: which operation runs on which engine, a step sequence as a real kernel, its profile.
 
 :data:`STEP_KINDS` says which operation can run on which engine (NKI architecture guide, N-ARCH2);
-:func:`build_kernel` turns a list of (step, engine) pairs into a real Beta 1 kernel (``nisa.tensor_scalar`` /
+:func:`build_kernel` turns a list of (step, engine) pairs into a real NKI 0.6 kernel (``nisa.tensor_scalar`` /
 ``activation`` / ``tensor_tensor`` / ``nc_matmul`` with the chosen ``engine=``), and :func:`run_sequence`
 traces it and profiles it with ``trnsim.perf`` (scheduler and cost formulas; nothing is re-implemented here)
 and checks the numbers against numpy. The widget panel is :class:`trnsim.course.ui.engines.EnginePanel`.
@@ -81,16 +81,16 @@ def validate_steps(steps: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
-    """A trnsim.nki kernel ``kernel(x, w)`` applying ``steps`` to each of ``tiles`` [P, F] tiles of x.
+    """An NKI 0.6 kernel ``kernel(x, w)`` applying ``steps`` to each of ``tiles`` [P, F] tiles of x.
 
     All loads are issued first (so no load queues behind a store), then each tile is transformed by
-    the steps on their engines (each writing FP32), copied
+    the steps on their engines (each writing FP32 into a tile it allocates: ``nisa.*(dst=...)``), copied
     out of PSUM by the Vector Engine if the last step was a matmul (DMA stores from SBUF) or cast to
     FP32 there if there are no steps, and stored (DMA).
     """
-    import trnsim.neuronxcc.nki as nki
-    import trnsim.neuronxcc.nki.isa as nisa
-    import trnsim.neuronxcc.nki.language as nl
+    import trnsim.nki as nki
+    import trnsim.nki.isa as nisa
+    import trnsim.nki.language as nl
 
     steps = validate_steps(steps)
     uses_w = any(k == "matmul" for k, _ in steps)
@@ -98,48 +98,52 @@ def build_kernel(steps: Sequence[tuple[str, str]], tiles: int) -> Any:
     # a step before a matmul writes FP32, and nc_matmul needs both operands in one precision class:
     # then the weights are used in FP32 too (and the Tensor Engine runs at its FP32 rate, 1/4 of BF16)
     fp32_matmul = any(k == "matmul" and i > 0 for i, (k, _) in enumerate(steps))
+    engines = {"vector": nisa.engine.vector, "scalar": nisa.engine.scalar, "gpsimd": nisa.engine.gpsimd}
+
+    def fp32_copy(src: Any, buffer: Any = None) -> Any:
+        dst = nl.ndarray(src.shape, dtype=nl.float32, buffer=buffer or nl.sbuf)
+        nisa.tensor_copy(dst=dst, src=src, engine=nisa.engine.vector)
+        return dst
 
     def apply(kind: str, engine: str, t: Any, w_tile: Any, w_tile32: Any, bias_tile: Any) -> Any:
-        f32 = nl.float32          # every step writes FP32, so step choices never change the bytes stored
+        if kind == "matmul":   # every step writes FP32, so step choices never change the bytes stored
+            w_ = w_tile if t.dtype == w_tile.dtype else w_tile32
+            dst = nl.ndarray((w_.shape[1], t.shape[1]), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=dst, stationary=w_, moving=t)
+            return dst
+        dst = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.sbuf)
+        eng = engines[engine]
         if kind == "scale":
-            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, engine=engine, dtype=f32)
-        if kind == "bias":
-            return nisa.tensor_scalar(t, op0=np.add, operand0=BIAS, engine=engine, dtype=f32)
-        if kind == "scale_bias":   # (x * SCALE) + BIAS: tensor_scalar applies two ops in one pass
-            return nisa.tensor_scalar(t, op0=np.multiply, operand0=SCALE, op1=np.add, operand1=BIAS,
-                                      engine=engine, dtype=f32)
-        if kind == "exp":
-            return nisa.activation(op=nl.exp, data=t, dtype=f32)
-        if kind == "fused":
-            return nisa.activation(op=nl.exp, data=t, scale=SCALE, bias=bias_tile, dtype=f32)
-        if kind == "square":
-            return nisa.tensor_tensor(t, t, op=np.multiply, engine=engine, dtype=f32)
-        if kind == "matmul":
-            return nisa.nc_matmul(w_tile if t.dtype_name == w_tile.dtype_name else w_tile32, t)
-        return nisa.tensor_copy(t, engine=engine, dtype=f32)
+            nisa.tensor_scalar(dst=dst, data=t, op0=nl.multiply, operand0=SCALE, engine=eng)
+        elif kind == "bias":
+            nisa.tensor_scalar(dst=dst, data=t, op0=nl.add, operand0=BIAS, engine=eng)
+        elif kind == "scale_bias":   # (x * SCALE) + BIAS: tensor_scalar applies two ops in one pass
+            nisa.tensor_scalar(dst=dst, data=t, op0=nl.multiply, operand0=SCALE, op1=nl.add, operand1=BIAS,
+                               engine=eng)
+        elif kind == "exp":
+            nisa.activation(dst=dst, op=nl.exp, data=t)
+        elif kind == "fused":
+            nisa.activation(dst=dst, op=nl.exp, data=t, scale=SCALE, bias=bias_tile)
+        elif kind == "square":
+            nisa.tensor_tensor(dst=dst, data1=t, data2=t, op=nl.multiply, engine=eng)
+        else:
+            nisa.tensor_copy(dst=dst, src=t, engine=eng)
+        return dst
 
     def sequence_kernel(x, w):
         out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        p, f = w.shape[0], x.shape[1]
-        ip = nl.arange(p)[:, None]
-        jf = nl.arange(f)[None, :]
+        p = w.shape[0]
         w_tile = nl.load(w) if uses_w else None
-        w_tile32 = nisa.tensor_copy(w_tile, engine="vector", dtype=nl.float32) if fp32_matmul else None
-        bias_tile = nl.full((p, 1), BIAS, nl.float32) if uses_bias else None
-        xbuf = nl.ndarray((tiles, nl.par_dim(p), f), dtype=x.dtype, buffer=nl.sbuf)
-        for t in nl.affine_range(tiles):            # issue every load first: no load queues behind a store
-            xbuf[t] = nl.load(x[t * p + ip, jf])
-        for t in nl.affine_range(tiles):
-            cur = xbuf[t]
-            last = None
+        w_tile32 = fp32_copy(w_tile) if fp32_matmul else None
+        bias_tile = nl.full((p, 1), BIAS, dtype=nl.float32) if uses_bias else None
+        xs = [nl.load(x[t * p:(t + 1) * p, :]) for t in range(tiles)]   # every load first: none waits on a store
+        for t in range(tiles):
+            cur = xs[t]
             for kind, engine in steps:
                 cur = apply(kind, engine, cur, w_tile, w_tile32, bias_tile)
-                last = kind
-            if last == "matmul":
-                cur = nisa.tensor_copy(cur, engine="vector", dtype=nl.float32)
-            elif last is None:
-                cur = nisa.tensor_copy(cur, engine="vector", dtype=nl.float32)
-            nl.store(out[t * p + ip, jf], value=cur)
+            if not steps or steps[-1][0] == "matmul":
+                cur = fp32_copy(cur)
+            nisa.dma_copy(dst=out[t * p:(t + 1) * p, :], src=cur)
         return out
 
     return nki.jit(sequence_kernel)

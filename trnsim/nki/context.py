@@ -216,10 +216,11 @@ class Context:
                                   f"PSUM tile {name or api}{fmt_shape(shape)} {dtype_name} needs {tile_bytes} bytes "
                                   f"per partition but one PSUM bank holds {lim.psum_bank_bytes} bytes "
                                   f"({lim.psum_fmax} fp32 elements) per partition on {self.target} "
-                                  f"(nl.tile_size.psum_fmax = {lim.psum_fmax})",
-                                  f"split the free dimension into tiles of at most {lim.psum_fmax} fp32 elements, "
-                                  "or add a block dimension: "
-                                  "nl.ndarray((n, nl.par_dim(128), 512), ..., buffer=nl.psum)")
+                                  f"(nl.tile_size.psum_bank_fmax = {lim.psum_fmax})",
+                                  f"split the free dimension into tiles of at most {lim.psum_fmax} fp32 elements"
+                                  + (", or add a block dimension: nl.ndarray((n, nl.par_dim(128), 512), ..., "
+                                     "buffer=nl.psum)" if self.dialect == "beta1" else
+                                     " (one PSUM tile per bank; keep several tiles in a Python list if needed)"))
             nblocks = 1
             for k in range(pdim):
                 nblocks *= shape[k]

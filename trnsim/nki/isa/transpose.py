@@ -1,6 +1,8 @@
 """Transposes: ``nc_transpose`` on the Tensor Engine (SBUF -> PSUM, <= 128x128) or the Vector Engine (<= 32x32)."""
 from __future__ import annotations
 
+import numpy as np
+
 from trnsim.nki.context import as_view, current, read
 from trnsim.nki.isa.common import dtype_or, finish, out_tile, result_of, store_result, tile_arg
 from trnsim.nki.rules import KernelError, fmt_shape
@@ -58,8 +60,16 @@ def _transpose(data, eng: str, dst=None, mask=None, dtype=None, api: str = "nc_t
     if ctx.numerics:
         # bit-accurate on the Vector Engine and, from NeuronCore-v3, on the Tensor Engine
         same = exact_engine and dview.tensor.dtype_name == v.tensor.dtype_name
-        res = (read(v, raw=True) if same else read(v)).reshape(P, F).T
+        if exact_engine:
+            res = (read(v, raw=True) if same else read(v)).reshape(P, F).T
+        else:
+            # NeuronCore-v2: a matmul against the identity ("equivalent to nisa.nc_matmul with is_transpose=True",
+            # not bit-accurate for NaN/Inf): a NaN or Inf in a column of data makes its whole output row NaN
+            with np.errstate(invalid="ignore", over="ignore"):
+                res = read(v).reshape(P, F).T @ np.eye(P, dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, (F, P)))
+        if eng == "tensor":
+            dview.tensor.psum_other_value = False   # a Tensor Engine result (a matmul on the hardware)
     ctx.emit("nc_transpose", eng, (v,), (dview,), {"engine": eng}, 0, 0, F, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
