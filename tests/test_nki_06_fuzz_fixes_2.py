@@ -195,3 +195,18 @@ def test_activation_reduce_res_with_the_default_idle_command_reads_the_accumulat
         nisa.activation_reduce(dst=d, op=nl.exp, data=_sb(a), reduce_op=nl.add, reduce_res=r)
         return _hbm(r)
     np.testing.assert_allclose(_sim(reduce_, x)[:, 0], np.exp(x).sum(axis=1), rtol=1e-5)
+
+
+def test_idle_read_out_of_more_lanes_than_were_set_is_refused():
+    x = np.ones((128, 8), np.float32)
+
+    def k(a):
+        t = _sb(a)
+        d = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        r4 = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=d[0:4, :], op=nl.copy, data=t[0:4, :], reduce_op=nl.add, reduce_res=r4,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=d, op=nl.copy, data=t, reduce_res=r)      # idle: reads 128 lanes, 4 were set
+        return _hbm(r)
+    assert "only 4 were set" in broken(k, x, rule="err_accumulator_uninitialized")

@@ -190,6 +190,11 @@ def _idle_readout(ctx, engine: str, reduce_res, red_name, P: int, api: str, writ
     state = _accum.peek(ctx, engine)
     fix = ("pass reduce_cmd=nisa.reduce_cmd.reset_reduce to reduce this instruction's output into reduce_res "
            "(or call nisa.activation_reduce, which does)")
+    if state is not None and state is not True and np.shape(state)[0] < P:
+        raise KernelError("err_accumulator_uninitialized",
+                          f"'{api}' reads {P} lanes of the {engine} engine accumulator into reduce_res"
+                          f"{fmt_shape(rv.shape)}, but only {np.shape(state)[0]} were set (reduce_cmd=idle leaves it "
+                          "unchanged)", fix)
     if state is None:
         raise KernelError("err_accumulator_uninitialized",
                           f"'{api}' reads the {engine} engine accumulator into reduce_res{fmt_shape(rv.shape)}, but "
