@@ -102,7 +102,7 @@ def _blank(x):
 def test_separate_sum_gets_the_activation_hint():
     res = kp.check_fused_softmax(_separate_sum)
     assert not res and len(res.hints) == 1 and "reduce_res=row_sum" in res.hints[0]
-    assert "nisa.activation_reduce(dst=e" in res.hints[0]
+    assert "nisa.activation(dst=e" in res.hints[0] and "reduce_cmd=nisa.reduce_cmd.reset_reduce" in res.hints[0]
 
 
 def test_wrong_values_and_kernel_errors_get_hints():
@@ -143,11 +143,13 @@ def _softmax_exp(bias: str):
             row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
             if bias == "none":
-                nisa.activation_reduce(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=row_sum)
+                nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=row_sum,
+                                reduce_cmd=nisa.reduce_cmd.reset_reduce)
             else:
                 m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
                 nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1, negate=bias == "neg_max")
-                nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=m, reduce_op=nl.add, reduce_res=row_sum)
+                nisa.activation(dst=e, op=nl.exp, data=t, bias=m, reduce_op=nl.add, reduce_res=row_sum,
+                                reduce_cmd=nisa.reduce_cmd.reset_reduce)
             inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.reciprocal(dst=inv, data=row_sum)
             y = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)

@@ -165,7 +165,8 @@ def attention_tile(q, k, v):
     probs = nl.ndarray((sq, skv), dtype=nl.float32, buffer=nl.sbuf)
     row_sum = nl.ndarray((sq, 1), dtype=nl.float32, buffer=nl.sbuf)
     with nl.no_reorder():
-        nisa.activation_reduce(dst=probs, op=nl.exp, data=scores, bias=row_max, reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation(dst=probs, op=nl.exp, data=scores, bias=row_max, reduce_op=nl.add, reduce_res=row_sum,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         inv = nl.ndarray((sq, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv, data=row_sum)
     # probs.T tiles (kv on partitions) for the second matmul

@@ -127,7 +127,8 @@ def logsumexp_no_rescale(x):
                            op1=nl.minimum, operand1=neg_m)
         e = nl.ndarray((P, pz.ONLINE_CHUNK), dtype=nl.float32, buffer=nl.sbuf)
         s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         nisa.tensor_tensor(dst=l_sum, data1=l_sum, data2=s, op=nl.add)
         nisa.tensor_copy(dst=neg_m, src=new)
     nl.store(out, nl.subtract(nl.log(l_sum), neg_m))
@@ -142,7 +143,8 @@ def logsumexp_whole_row(x):
     neg_m = nl.multiply(nl.max(t, axis=1, keepdims=True), -1.0)
     e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
     s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=neg_m, reduce_op=nl.add, reduce_res=s)
+    nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_m, reduce_op=nl.add, reduce_res=s,
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
     nl.store(out, nl.subtract(nl.log(s), neg_m))
     return out
 
@@ -164,7 +166,8 @@ def _flash(q_t, k_t, v, *, scale, reload_kv):
         neg_m = nl.multiply(nl.max(s, axis=1, keepdims=True), -scale)
         p = nl.ndarray((128, Sk), dtype=nl.float32, buffer=nl.sbuf)
         rs = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=p, op=nl.exp, data=s, bias=neg_m, scale=scale, reduce_op=nl.add, reduce_res=rs)
+        nisa.activation(dst=p, op=nl.exp, data=s, bias=neg_m, scale=scale, reduce_op=nl.add, reduce_res=rs,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         acc = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
         for j in nl.sequential_range(Sk // 128):
             p_ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)

@@ -66,7 +66,8 @@ def attention(q_t, k_t, v):
         nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=t, axis=1, negate=True)
         e = nl.ndarray((P, Sk), dtype=nl.float32, buffer=nl.sbuf)
         row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv, data=row_sum)
         p = nl.ndarray((P, Sk), dtype=q_t.dtype, buffer=nl.sbuf)
@@ -138,7 +139,8 @@ def flash_attention(q_t, k_t, v):
                                operand1=old)
             row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             p = nl.ndarray((P, KC), dtype=q_t.dtype, buffer=nl.sbuf)
-            nisa.activation_reduce(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=row_sum)
+            nisa.activation(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=row_sum,
+                            reduce_cmd=nisa.reduce_cmd.reset_reduce)
             corr = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=corr, op=nl.exp, data=old, bias=new, scale=-1.0)  # exp(m_old - m_new)
             nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=row_sum)

@@ -41,7 +41,8 @@ def softmax(x):
         nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=t, axis=1, negate=True)
         e = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
         row_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=row_sum,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv, data=row_sum)
         y = nl.ndarray((P, C), dtype=x.dtype, buffer=nl.sbuf)
@@ -79,7 +80,8 @@ def rmsnorm(x, gamma, eps: float = 1e-6):
         nisa.dma_copy(dst=t, src=x[i * P:(i + 1) * P, :])
         sq = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)
         sq_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=sq_sum)
+        nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=sq_sum,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         rms_inv = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=rms_inv, op=nl.rsqrt, data=sq_sum, scale=1.0 / C, bias=eps_t)
         y = nl.ndarray((P, C), dtype=nl.float32, buffer=nl.sbuf)

@@ -222,8 +222,9 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                         "to HBM and loading it back")
     if _reductions(mine) > _reductions(reference_profile_fused()):
         problems.append("the row sum is still a separate Vector Engine reduction (nisa.tensor_reduce or nl.sum): "
-                        "let the exp activation produce it, nisa.activation_reduce(dst=e, op=nl.exp, data=t, "
-                        "bias=neg_max, reduce_op=nl.add, reduce_res=row_sum)")
+                        "let the exp activation produce it, nisa.activation(dst=e, op=nl.exp, data=t, "
+                        "bias=neg_max, reduce_op=nl.add, reduce_res=row_sum, "
+                        "reduce_cmd=nisa.reduce_cmd.reset_reduce)")
     if problems:
         return CheckResult(False, title, "right numbers, but not fused yet", tuple(problems))
     return CheckResult(True, title, f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "

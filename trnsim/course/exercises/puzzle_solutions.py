@@ -80,7 +80,8 @@ def row_softmax(x):
         neg_max = nl.multiply(nl.max(t, axis=1, keepdims=True), -1.0)
         e = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
         total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=total)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=neg_max, reduce_op=nl.add, reduce_res=total,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         nl.store(out[i * 128:(i + 1) * 128, :], nl.multiply(e, nl.reciprocal(total)))
     return out
 
@@ -96,7 +97,8 @@ def rmsnorm(x, gamma):
         t = nl.load(x[i * 128:(i + 1) * 128, :])
         sq = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
         ss = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ss)
+        nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ss,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         inv = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=inv, op=nl.rsqrt, data=ss, scale=1.0 / C, bias=eps)
         nl.store(out[i * 128:(i + 1) * 128, :], nl.multiply(nl.multiply(t, inv), g))
@@ -154,7 +156,8 @@ def online_logsumexp(x):
         nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)   # exp(m_old - m_new)
         e = nl.ndarray((P, ONLINE_CHUNK), dtype=nl.float32, buffer=nl.sbuf)
         s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s)
+        nisa.activation(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
         nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=s)
         nisa.tensor_copy(dst=neg_m, src=new)
     res = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -193,7 +196,8 @@ def flash_attention(q_t, k_t, v):
             nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)     # exp(m_old - m_new)
             p = nl.ndarray((128, KEY_BLOCK), dtype=nl.float32, buffer=nl.sbuf)
             rs = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation_reduce(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=rs)
+            nisa.activation(dst=p, op=nl.exp, data=s, bias=new, scale=scale, reduce_op=nl.add, reduce_res=rs,
+                            reduce_cmd=nisa.reduce_cmd.reset_reduce)
             nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=rs)
             pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
             for c in range(KEY_BLOCK // 128):
