@@ -602,10 +602,15 @@ class Context:
             root = t.root
             if root is not None:
                 root.written = True
-            if t.buffer == "psum" and engine != "tensor" and opcode != "memset":
-                # a PSUM value no matmul wrote: the next matmul accumulates onto it (accumulate=None), which NC-v2/v3
-                # do not support (isa.common.check_accumulate); memset decides for itself (a zero fill is folded)
-                t.mm_open = t.psum_other_value = True
+            if t.buffer == "psum" and opcode != "memset":
+                # the PSUM value's origin, for the next matmul (memset decides for itself: a zero fill is folded).
+                # Tensor Engine results open an accumulation group (the matmul sets mm_open itself); any other
+                # engine's value is one the next matmul accumulates onto (accumulate=None), which NC-v2/v3 do
+                # not support (isa.common.check_accumulate)
+                if engine == "tensor":
+                    t.psum_other_value = False
+                else:
+                    t.mm_open = t.psum_other_value = True
             op = v._op
             if op is None or t.alias is not None:
                 op = self.operand(v)

@@ -116,7 +116,6 @@ class MemoryBreakdown:
                 "optimizer": self.optimizer_bytes / GIB, "activations": self.activations_bytes / GIB}
 
 
-
 MAX_TRAIN_TOKENS = 1e15
 """Refused above this (a quadrillion tokens, tens of times the largest published training runs): a typo, not a plan."""
 

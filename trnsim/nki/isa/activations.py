@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from trnsim.nki.context import AccumulatorIdleWarning, ActivationRangeWarning, as_view, current, read, write
+from trnsim.nki.context import AccumulatorIdleWarning, ActivationRangeWarning, current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
@@ -13,7 +13,7 @@ from trnsim.nki.isa.enums import reduce_cmd as _rc
 from trnsim.nki.isa.ops import ACT, ALU, REDUCE, op_name
 from trnsim.nki.rules import KernelError, fmt_shape, user_location
 from trnsim.nki.tensors import mask_array
-from trnsim.nki.isa.common import REQUIRED, two_forms
+from trnsim.nki.isa.common import REQUIRED, reduce_res_view, two_forms
 
 
 _RANGES: dict | None = None
@@ -147,10 +147,7 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
             acc = np.asarray(ALU[red_name](acc, part) if red_name in ALU else part, dtype=np.float32)
         _accum.save(ctx, engine, acc if ctx.numerics else None)
         if reduce_res is not None:
-            rv = as_view(reduce_res)
-            if rv.shape[0] != P or free_size(rv.shape) != 1:
-                raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                                  f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+            rv = reduce_res_view(reduce_res, P)
             if ctx.numerics:
                 write(rv, acc.reshape(rv.shape))
             writes.append(rv)
@@ -159,10 +156,7 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
         if reduce_res is None:
             raise KernelError("err_invalid_arguments", "activation with reduce_op needs reduce_res=",
                               "pass reduce_res=<[P, 1] tile>")
-        rv = as_view(reduce_res)
-        if rv.shape[0] != P or free_size(rv.shape) != 1:
-            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+        rv = reduce_res_view(reduce_res, P)
         if ctx.numerics:
             axes = tuple(range(1, res.ndim))
             write(rv, REDUCE[red_name](res, axis=axes, keepdims=True).reshape(rv.shape))
@@ -183,10 +177,7 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
 def _idle_readout(ctx, engine: str, reduce_res, red_name, P: int, api: str, writes: list) -> None:
     """``reduce_res`` of an ``activation`` left at ``reduce_cmd=idle``: the accumulator's current value (KernelError
     if nothing on this core set it; an AccumulatorIdleWarning if a ``reduce_op`` suggests a reduction was meant)."""
-    rv = as_view(reduce_res)
-    if rv.shape[0] != P or free_size(rv.shape) != 1:
-        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    rv = reduce_res_view(reduce_res, P)
     state = _accum.peek(ctx, engine)
     fix = ("pass reduce_cmd=nisa.reduce_cmd.reset_reduce to reduce this instruction's output into reduce_res "
            "(or call nisa.activation_reduce, which does)")

@@ -137,7 +137,6 @@ def finish(ctx, out_tensor, vals32=None) -> None:
 
 def store_result(ctx, dview, vals, mask):
     dview.tensor.mm_open = dview.tensor.buffer == "psum"   # a written PSUM location accumulates the next matmul
-    dview.tensor.psum_other_value = dview.tensor.mm_open     # ... but it holds no matmul result (check_accumulate)
     ctx.last_mask = mask
     if ctx.numerics:
         if vals.shape != dview.shape:
@@ -146,6 +145,15 @@ def store_result(ctx, dview, vals, mask):
         write(dview, vals, mask)
         if dview.tensor.acc is not None:
             dview.tensor.acc[dview.npkey()] = True if mask is None else (mask | dview.tensor.acc[dview.npkey()])
+
+
+def reduce_res_view(reduce_res, P: int):
+    """The view of a ``reduce_res=`` operand: one element per partition, ``[P, 1]`` (err_shape_mismatch otherwise)."""
+    rv = as_view(reduce_res)
+    if rv.shape[0] != P or free_size(rv.shape) != 1:
+        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
+                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    return rv
 
 
 def bit_pattern(vals: np.ndarray, dview) -> np.ndarray:

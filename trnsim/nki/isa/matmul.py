@@ -203,7 +203,6 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
     if not group_start and dst is not None:
         check_accumulate(ctx, dview.tensor, api)
     dview.tensor.mm_open = True
-    dview.tensor.psum_other_value = False
     if not group_start:
         reads.append(dview)
     attrs = {"accumulate": not group_start, "group_start": group_start, "stationary_free": M, "moving_free": N,

@@ -232,7 +232,6 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
     else:
         group_start = accumulate is False or (accumulate is None and not d.tensor.mm_open)
     d.tensor.mm_open = True
-    d.tensor.psum_other_value = False
     if not group_start:
         reads.append(d)
     attrs = {"accumulate": not group_start, "group_start": group_start, "stationary_free": M, "moving_free": N,

@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from trnsim.nki.context import as_view, current, read, write
+from trnsim.nki.context import current, read, write
 from trnsim.nki.isa.common import (bcast_free, check_free_limit, dtype_or, finish, free_size, is_tile, out_tile,
                                    require_fp32_vector, result_of, scalar_or_vector, store_result, tile_arg)
 from trnsim.nki.isa import _accum
@@ -15,7 +15,7 @@ from trnsim.nki import dtypes as dt
 from trnsim.nki.isa.ops import ALU, BITVEC, REDUCE, UNARY_ALU, alu_name, check_unary_operand, op_name
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import mask_array
-from trnsim.nki.isa.common import REQUIRED, bit_pattern, two_forms
+from trnsim.nki.isa.common import REQUIRED, bit_pattern, reduce_res_view, two_forms
 
 
 def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, dst=None, api="tensor_reduce",
@@ -126,10 +126,7 @@ def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, r
     n0 = op_name(op0)
     rname = op_name(reduce_op, "reduce")
     o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
-    rv = as_view(reduce_res)
-    if rv.shape[0] != P or free_size(rv.shape) != 1:
-        raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                          f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+    rv = reduce_res_view(reduce_res, P)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
     res = None
@@ -254,10 +251,7 @@ def _tensor_scalar_reduce_06(dst, data, op0, operand0, reduce_op, reduce_res, re
     require_fp32_vector(init_v, init_vec, api, "reduce_init")
     rv = None
     if reduce_res is not None:
-        rv = as_view(reduce_res)
-        if rv.shape[0] != P or free_size(rv.shape) != 1:
-            raise KernelError("err_shape_mismatch", f"reduce_res must be [{P}, 1], got {fmt_shape(rv.shape)}",
-                              f"allocate it as nl.ndarray(({P}, 1), nl.float32)")
+        rv = reduce_res_view(reduce_res, P)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, v.tensor.dtype_name, "sbuf", api, dst)
     init = None

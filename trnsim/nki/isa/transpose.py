@@ -68,8 +68,6 @@ def _transpose(data, eng: str, dst=None, mask=None, dtype=None, api: str = "nc_t
             with np.errstate(invalid="ignore", over="ignore"):
                 res = read(v).reshape(P, F).T @ np.eye(P, dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, (F, P)))
-        if eng == "tensor":
-            dview.tensor.psum_other_value = False   # a Tensor Engine result (a matmul on the hardware)
     ctx.emit("nc_transpose", eng, (v,), (dview,), {"engine": eng}, 0, 0, F, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
