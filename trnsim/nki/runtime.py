@@ -90,7 +90,9 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
         t.mutable = mutable or not ctx.new_style
         return t, None
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
-                                         and hasattr(value, "dtype") and not isinstance(value, (Tensor, View))):
+                                         and hasattr(value, "dtype") and not isinstance(value, (Tensor, View, type))):
+        # (a class such as np.float32 has __array__, shape and dtype as attributes: a dtype passed as a
+        # compile-time parameter stays a parameter)
         arr = np.asarray(value)
         try:
             name_dt = dt.dtype_name(arr.dtype)

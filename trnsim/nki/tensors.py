@@ -1109,6 +1109,11 @@ class View(NkiTensorMethods):
         return _rt().augmented(self, o, "multiply")
 
     def __bool__(self):
+        t = getattr(self, "tensor", self)
+        if getattr(t, "buffer", None) == "hbm":
+            # an HBM tensor is a handle to memory: ``if bias:`` tests that an optional kernel argument was passed
+            # (not None), as the official examples do; the data is never read at trace time
+            return True
         raise KernelError("err_ambiguous_tensor_truth_value",
                           f"the truth value of tile {self!r} is ambiguous (control flow cannot depend on tile data)",
                           "use a mask= predicate, nl.where, or a data-independent loop")
@@ -1355,6 +1360,41 @@ def _int_rules_06(key: tuple, shape: tuple, onchip: bool, pfirst: bool = True) -
     return key
 
 
+def _beta1_indirect_rows(view: View, key: tuple) -> View:
+    """Beta 1 indirect DMA addressing, ``hbm[idx_tile, i_f]``: row ``p`` of the access is row ``idx_tile[p, 0]`` of
+    the HBM tensor (an SBUF integer tile of shape [P, 1] gives the row of each partition), the other indices select
+    the same columns of every row. The NKI 0.6 form is ``hbm.ap([[row_size, P], [1, F]], vector_offset=idx_tile,
+    indirect_dim=0)``; this builds the same runtime-indexed view, so ``oob_mode`` and ``dst_rmw_op`` apply."""
+    t = view.tensor
+    if view.ranges is not t._full_ranges or view.adv is not None:
+        raise KernelError("err_unsupported_index", f"an index tile on {view!r}, a part of HBM tensor "
+                          f"`{t.name or 'tensor'}`{fmt_shape(t.shape)}: indirect rows index the whole tensor",
+                          f"index the tensor itself: {t.name or 'tensor'}[idx_tile, i_f]")
+    rest = key[1:]
+    if len(rest) != len(t.shape) - 1:
+        raise KernelError("err_unsupported_index", f"an indirect access of HBM tensor {fmt_shape(t.shape)} needs "
+                          f"{len(t.shape)} indices (the index tile for the rows, then one per other dimension), got "
+                          f"{len(key)}", "write tensor[idx_tile, i_f] with i_f = nl.arange(n)[None, :]")
+    rows = _index_tile(key[0], "the row index of an indirect access", lambda sh: len(sh) == 2 and sh[1] == 1,
+                       "an SBUF integer tile of shape [P, 1], one row index per partition")
+    first = IndexExpr(2, None, arr=np.zeros((1, 1), dtype=np.int64)) \
+        if any(isinstance(k, IndexExpr) for k in rest) else slice(0, 1)
+    static = _index(view, (first,) + tuple(rest))   # the columns, on row 0
+    cols = static._element_index()
+    if cols.ndim < 2 or cols.shape[0] != 1:
+        raise KernelError("err_unsupported_index", f"the column indices of an indirect access give the shape "
+                          f"{fmt_shape(cols.shape)}; they must not depend on the partition",
+                          "index the free dimensions with nl.arange(n)[None, :] (or a slice)")
+    flat = np.broadcast_to(cols, (rows.shape[0],) + cols.shape[1:]).copy()
+    flat, ind = _add_runtime_offset(t, flat, math.prod(t.shape), None, rows, 0)
+    idx = np.unravel_index(flat, t.shape)
+    out = View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
+    c = cols.reshape(-1)
+    out.ap_run = int(c.size) if c.size and bool(np.all(np.diff(c) == 1)) else 1
+    out.runtime_index = ind
+    return out
+
+
 def _index(view: View, key) -> View:
     """Resolve ``view[key]`` into a new View on the same tensor."""
     t = view.tensor
@@ -1362,6 +1402,8 @@ def _index(view: View, key) -> View:
         key = (key,)
     if not DIALECT.beta1:
         key = _int_rules_06(key, view.shape, t.buffer != "hbm", view.pfirst)
+    elif key and isinstance(key[0], (Tensor, View)) and t.buffer == "hbm":
+        return _beta1_indirect_rows(view, key)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         v = _fast_view(t, key)
         if v is not None:

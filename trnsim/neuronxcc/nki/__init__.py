@@ -88,6 +88,12 @@ def jit(func: Callable | None = None, mode: str = "auto", *, target: str | None 
 baremetal = jit
 
 
+def trace(func: Callable | None = None, **kwargs) -> Any:
+    """Beta 1 ``@nki.trace``: mark a kernel for ``simulate_kernel`` (outputs passed as arguments); the same as
+    ``@nki.jit`` here."""
+    return jit(func, **kwargs)
+
+
 def simulate_kernel(kernel, *args, **kwargs):
     """Run ``kernel(*args)`` on the CPU simulator; numpy inputs, numpy output(s).
 
@@ -132,7 +138,7 @@ def benchmark(kernel=None, **kwargs):
     return lambda k: _benchmark(_beta1(k), **kwargs)
 
 
-__all__ = ["jit", "simulate_kernel", "trace_kernel", "profile", "benchmark", "baremetal", "Kernel", "KernelError",
+__all__ = ["jit", "trace", "simulate_kernel", "trace_kernel", "profile", "benchmark", "baremetal", "Kernel", "KernelError",
            "Trace", "Instruction", "Operand", "Region", "Allocation", "isa", "language", "typing",
            "default_target", "limits_for"]
-from trnsim.nki import compiler  # noqa: F401
+from trnsim.neuronxcc.nki import compiler  # noqa: F401,E402

@@ -35,6 +35,32 @@ def arange(start: int, stop: int | None = None, step: int = 1) -> IndexExpr:
     return IndexExpr(1, 0, int(start), int(step), n)
 
 
+class fp32:
+    """Beta 1 ``nl.fp32``: the limits of float32 (``nl.fp32.min`` is the lowest finite value, the usual
+    "minus infinity" fill of a masked maximum)."""
+    min = float(np.finfo(np.float32).min)
+    max = float(np.finfo(np.float32).max)
+
+
+def rand(shape, dtype=float32, **kwargs):
+    """Beta 1 ``nl.rand(shape, dtype=nl.float32, ...)``: uniform values on [0, 1) (NKI 0.6 requires dtype)."""
+    from trnsim.nki.language import rand as _rand
+    return _rand(shape, dtype, **kwargs)
+
+
+def shared_identity_matrix(n, dtype=uint8, **kwargs):
+    """Beta 1 ``nl.shared_identity_matrix(n, dtype=nl.uint8)``: an ``n`` x ``n`` identity held in shared HBM (a
+    constant loaded with the model), read with ``nl.load`` (NKI 0.6 returns an SBUF tile instead)."""
+    if kwargs:
+        raise KernelError("err_invalid_arguments", f"nl.shared_identity_matrix got unexpected arguments {sorted(kwargs)}",
+                          "call nl.shared_identity_matrix(n, dtype=...)")
+    n = int(n)
+    if n < 1:
+        raise KernelError("err_invalid_shape", f"shared_identity_matrix(n={n}) needs n >= 1", "pass n >= 1")
+    from trnsim.nki.language.constants import shared_constant
+    return shared_constant(np.eye(n, dtype=_dt.storage_dtype(_dt.dtype_name(dtype))))
+
+
 def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
     raise KernelError("err_unsupported_api", "nl.loop_reduce is not supported by trnsim",
                       "accumulate explicitly with acc[...] = nl.add(acc, x) in a sequential_range loop")
@@ -47,4 +73,5 @@ def static_cast(x, dtype):
 
 
 
-__all__ = list(_nl_all) + ["par_dim", "mgrid", "arange", "loop_reduce", "static_cast"]
+__all__ = list(_nl_all) + ["par_dim", "mgrid", "arange", "loop_reduce", "static_cast", "fp32",
+                          "shared_identity_matrix"]

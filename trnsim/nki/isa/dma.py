@@ -71,6 +71,14 @@ def _index_reads(*views) -> tuple:
     return tuple(out)
 
 
+def _same_rows(ds: tuple, ss: tuple) -> bool:
+    """Same partition (first) dimension and the same elements per partition: the DMA copies each row's elements in
+    row-major order, so only the free dimensions are regrouped ("the total number of data elements in src must match
+    that of dst", nki.isa dma_copy; the official local_gather example stores a [128, 64, 4] tile into [128, 4, 16, 4]).
+    A copy that would move elements across partitions ([128, 512] into [512, 128]) stays an error."""
+    return len(ds) >= 2 and len(ss) >= 2 and ds[0] == ss[0] and math.prod(ds[1:]) == math.prod(ss[1:])
+
+
 def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "error"):
     ctx = current()
     for v, arg in ((dst, "dst"), (src, "src")):
@@ -98,11 +106,11 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "err
         check_bounds(s, m if ss == ds else None)
     if type(d) is not View or d.adv is not None or d.ranges is not dt_._full_ranges:
         check_bounds(d, m)
-    if ds != ss and _squeezed(ds) != _squeezed(ss):
+    if ds != ss and _squeezed(ds) != _squeezed(ss) and not _same_rows(ds, ss):
         if math.prod(ds) == math.prod(ss):
             raise KernelError("err_shape_mismatch",
                               f"'{api}' moves {fmt_shape(ss)} into {fmt_shape(ds)}: same element count, different shape "
-                              "(a DMA copies element for element; it does not reshape)",
+                              "(a DMA copies element for element; it does not reshape across partitions, only the free dimensions of each partition may be regrouped)",
                               "index the destination to the source's shape, or reshape the HBM tensor explicitly "
                               "(t.reshape(...))")
         check_assign_shape(d, ss, api)
@@ -158,6 +166,11 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
     if dst is None or src is None:
         raise KernelError("err_invalid_arguments", "dma_copy needs both dst= and src=",
                           "call nisa.dma_copy(dst=tile, src=tensor)")
+    oob_mode = "error" if oob_mode is None else oob_mode
+    if dge_mode == "hwdge" and current().limits.neuroncore_version == "NC-v2":
+        raise KernelError("err_unsupported_dge_mode",
+                          f"dma_copy(dge_mode=hwdge) on {current().target}: hardware DGE needs NeuronCore-v3 or newer",
+                          "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none")
     if dst_rmw_op is not None:
         ctx = current()
         d, s = as_view(dst), as_view(src)
@@ -167,15 +180,27 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
         if _squeezed(d.shape) != _squeezed(s.shape):
             raise KernelError("err_shape_mismatch", f"dma_copy(dst_rmw_op=...) source {fmt_shape(s.shape)} and "
                               f"destination {fmt_shape(d.shape)} differ", "copy between accesses of the same shape")
+        keep = _oob_rows_mask(d, s, oob_mode, "dma_copy") if (getattr(s, "runtime_index", None) is not None
+                                                              or getattr(d, "runtime_index", None) is not None) \
+            else check_oob_mode(oob_mode, "dma_copy")
         if ctx.numerics:
-            m = mask_array(mask, tuple(d.shape))
-            write(d, ALU[name](read(d), read(s).reshape(d.shape)), m)
-        ctx.emit("dma_copy", "dma", (s, d), (d,), {"api": "dma_copy", "dst_rmw_op": name, "partitions": d.shape[0],
-                                                   "bytes_per_partition": free_size(s.shape) * s.tensor.itemsize,
-                                                   "src": s.tensor.buffer, "dst": d.tensor.buffer},
-                 free_size(d.shape) * d.shape[0], math.prod(s.shape) * s.tensor.itemsize, free_size(d.shape), d.shape[0])
+            m = mask_array(mask, tuple(d.shape)) if mask is not None else None
+            if keep is not None:
+                m = keep if m is None else (m & keep)
+            vals = ALU[name](read(d), read(s).reshape(d.shape))
+            if keep is not None:
+                _write_selected(d, vals, m)
+            else:
+                write(d, vals, m)
+        attrs = {"api": "dma_copy", "dst_rmw_op": name, "partitions": d.shape[0],
+                 "bytes_per_partition": free_size(s.shape) * s.tensor.itemsize, "src": s.tensor.buffer,
+                 "dst": d.tensor.buffer}
+        if getattr(s, "runtime_index", None) is not None or getattr(d, "runtime_index", None) is not None:
+            attrs["indirect"] = (s.runtime_index or d.runtime_index).kind
+        ctx.emit("dma_copy", "dma", (s, d) + _index_reads(s, d), (d,), attrs, free_size(d.shape) * d.shape[0],
+                 math.prod(s.shape) * s.tensor.itemsize, free_size(d.shape), d.shape[0])
         return None
-    _dma(dst, src, mask, "dma_copy")
+    _dma(dst, src, mask, "dma_copy", oob_mode=oob_mode)
     return None
 
 

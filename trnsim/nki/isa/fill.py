@@ -84,7 +84,7 @@ def _memset_into(dview, value, mask=None, eng="vector"):
         if d.tensor.acc is not None:
             d.tensor.acc[d.npkey()] = value != 0.0   # a zero fill folds into the next matmul
     n = free_size(d.shape)
-    ctx.emit("memset", eng, (), (d,), {"value": value}, 0, 0, n, d.shape[0])
+    ctx.emit("memset", eng, (), (d,), {"value": value}, 0, 0, n, d.shape[0] if d.shape else 1)
     finish(ctx, None)
 
 

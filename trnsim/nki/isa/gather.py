@@ -177,7 +177,7 @@ def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
     return dst
 
 
-_PRED_DTYPES = ("uint8", "uint16", "uint32")
+_PRED_DTYPES = ("uint8", "uint16", "uint32", "bool")   # nl.bool_ is stored as uint8 (nki.api.shared)
 
 
 def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
@@ -188,7 +188,7 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
     d = tile_arg(dst, api, "dst")
     pr = tile_arg(predicate, api, "predicate")
     if pr.tensor.dtype_name not in _PRED_DTYPES:
-        raise KernelError("err_unsupported_dtype", f"predicate of '{api}' must be uint8/uint16/uint32, got "
+        raise KernelError("err_unsupported_dtype", f"predicate of '{api}' must be uint8/uint16/uint32 (or bool_), got "
                           f"{pr.tensor.dtype_name}", "build the predicate as an nl.uint8 tile (e.g. a comparison "
                           "written with dtype=nl.uint8)")
     _same_elems(d, pr, api, "dst", "predicate")
@@ -327,7 +327,7 @@ def select_reduce(dst=None, predicate=None, on_true=None, on_false=None, reduce_
     if t.tensor.dtype_name in ("tfloat32", "int32", "uint32"):
         raise KernelError("err_unsupported_dtype", f"on_true of '{api}' cannot be {t.tensor.dtype_name}",
                           "use a float32/bfloat16/float16/fp8 or 8/16-bit integer tile")
-    if pr.tensor.dtype_name not in ("int8", "uint8", "int16", "uint16"):
+    if pr.tensor.dtype_name not in ("int8", "uint8", "int16", "uint16", "bool"):   # bool_: stored as uint8
         raise KernelError("err_unsupported_dtype", f"predicate of '{api}' must be int8/uint8/int16/uint16, got "
                           f"{pr.tensor.dtype_name}", "build the predicate as an nl.uint8 tile")
     if t.tensor.buffer == "psum" and pr.tensor.buffer == "psum":

@@ -242,8 +242,14 @@ def _nc_matmul_beta1(*args, mask=None, accumulate=None, is_stationary_onezero=Fa
     if stationary is None or moving is None:
         raise KernelError("err_invalid_arguments", "nc_matmul needs stationary and moving tiles",
                           "nc_matmul(stationary, moving) or nc_matmul(dst, stationary, moving)")
-    return _matmul(stationary, moving, dst, accumulate, mask,
-                   extra_attrs={"is_transpose": True} if is_transpose else None)
+    pm = perf_mode if perf_mode not in (None, "none") else None
+    if pm not in (None, "double_row", "double_row_gen3"):
+        raise KernelError("err_unsupported_perf_mode", f"nc_matmul perf_mode={perf_mode!r}",
+                          "pass perf_mode='double_row_gen3' (fp8 double-row mode) or leave perf_mode unset")
+    attrs = {"is_transpose": True} if is_transpose else {}
+    if pm:
+        attrs["perf_mode"] = "double_row"
+    return _matmul(stationary, moving, dst, accumulate, mask, extra_attrs=attrs or None, double_row=pm is not None)
 
 
 def _nc_matmul_06(dst, stationary, moving, is_stationary_onezero, is_moving_onezero, is_transpose, accumulate,

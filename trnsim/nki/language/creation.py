@@ -183,6 +183,8 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
     if fill != "uninit":
         fill = _fill.fill_value(fill, dname, shape, api)
     copies = None
+    if isinstance(buffer, Placement) and "alloc_func" in buffer.fields:
+        buffer = _resolve_alloc_func(buffer, shape, pd, dname, name or api)
     if isinstance(buffer, Placement):
         copies = 1
         for c in buffer.fields.get("num_bank_tiles" if bname == "psum" else "num_free_tiles", ()) or ():
@@ -193,6 +195,53 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
     if fill != "uninit" and bname == "sbuf":
         _fill._memset_into(t.full_view(), float(fill))
     return t
+
+
+def _resolve_alloc_func(place: Placement, shape: tuple, pd: int, dname: str, what: str) -> Placement:
+    """The placement a Beta 1 allocation callback (``ncc.sbuf.alloc(func)`` / ``ncc.psum.alloc(func)``) asks for.
+
+    The callback gets each block's index (a tuple over the block dimensions, ``()`` without any), the block's
+    partition count and its bytes per partition, and returns ``(partition, byte address)`` for SBUF or
+    ``(bank, partition, byte address)`` for PSUM. The blocks' lowest partition, address and bank become the base of
+    the placement; the number of distinct addresses (SBUF) or banks (PSUM) the blocks rotate over becomes
+    ``num_free_tiles`` / ``num_bank_tiles``."""
+    func = place.fields["alloc_func"]
+    blocks = shape[:pd]
+    nblocks = 1
+    for b in blocks:
+        nblocks *= b
+    if nblocks > 4096:
+        raise KernelError("err_invalid_allocation", f"{what}{fmt_shape(shape)} has {nblocks} blocks; an allocation "
+                          "callback is evaluated once per block (at most 4096 here)",
+                          "use fewer blocks, or ncc.sbuf.mod_alloc(...) / ncc.psum.mod_alloc(...)")
+    pdim_size = shape[pd]
+    fdim_bytes = _dt.itemsize(dname)
+    for s_ in shape[pd + 1:]:
+        fdim_bytes *= s_
+    want = 3 if place.buffer == "psum" else 2
+    spots = []
+    for idx in np.ndindex(*blocks) if blocks else [()]:
+        try:
+            got = tuple(int(x) for x in func(tuple(int(i) for i in idx), pdim_size, fdim_bytes))
+        except KernelError:
+            raise
+        except Exception as exc:
+            raise KernelError("err_invalid_allocation", f"the allocation callback of {what}{fmt_shape(shape)} failed "
+                              f"for block {tuple(idx)}: {type(exc).__name__}: {exc}",
+                              "the callback takes (block index tuple, partitions, bytes per partition) and returns "
+                              "(partition, address) for SBUF, (bank, partition, address) for PSUM") from None
+        if len(got) != want:
+            raise KernelError("err_invalid_allocation", f"the allocation callback of {what}{fmt_shape(shape)} "
+                              f"returned {got} for block {tuple(idx)}; a {place.buffer} callback returns {want} "
+                              "integers", "return (partition, address) for SBUF, (bank, partition, address) for PSUM")
+        spots.append(got)
+    if place.buffer == "psum":
+        banks = sorted({g[0] for g in spots})
+        return Placement("psum", base_bank=banks[0], base_partition=min(g[1] for g in spots),
+                         base_addr=min(g[2] for g in spots), num_bank_tiles=(len(banks),) if len(banks) > 1 else ())
+    addrs = sorted({g[1] for g in spots})
+    return Placement("sbuf", base_partition=min(g[0] for g in spots), base_addr=addrs[0],
+                     num_free_tiles=(len(addrs),) if len(addrs) > 1 else ())
 
 
 def zeros(shape, dtype, buffer=None, name: str = "", **kwargs) -> Tensor:
@@ -246,26 +295,3 @@ def full_like(x, fill_value, dtype=None, buffer=None, name: str = "", **kwargs) 
 
 
 __all__ = ["ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like"]
-
-
-def shared_constant(constant, dtype=None, **kwargs) -> Tensor:
-    """A shared-HBM tensor holding ``constant`` (a numpy array known when the kernel is built; LNC cores share
-    it). ``dtype`` (default: the array's) is the tensor's dtype, values rounded to it."""
-    if kwargs:
-        refuse_extras('shared_constant', shared_constant, None, kwargs)
-    ctx = current()
-    arr = np.asarray(constant)
-    if arr.ndim == 0 or arr.size == 0:
-        raise KernelError("err_invalid_constant", f"nl.shared_constant needs a non-empty array, got shape {arr.shape}",
-                          "pass a numpy array, e.g. np.identity(128)")
-    dname = _dt.dtype_name(dtype) if dtype is not None else _dt.dtype_name(arr.dtype)
-    t = Tensor(ctx, arr.shape, dname, "hbm", "shared_constant", kind="shared")
-    t.alloc_id = ctx.new_alloc("shared_constant", "hbm", t.shape, dname, t.bytes_per_partition, 1, True)
-    t.mutable = False
-    t.written = True
-    if ctx.numerics:
-        t.data = _dt.cast(arr.astype(np.float32), dname).astype(_dt.storage_dtype(dname))
-    return t
-
-
-__all__ = __all__ + ["shared_constant"]

@@ -105,8 +105,14 @@ def store(dst, value, *, mask=None, **kwargs) -> None:
                           f"'{d.tensor.buffer}' instead.",
                           "nl.store writes HBM tensors; use dst[...] = value or nl.copy for on-chip copies")
     if not isinstance(value, (Tensor, View, Broadcast)):
-        raise KernelError("err_expected_tile", f"nl.store value must be a tile, got {type(value).__name__}",
-                          "store an SBUF tile")
+        if current().dialect == "beta1" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            # Beta 1 stored a number as a fill of the HBM region ("effectively a memset"): an SBUF tile of that
+            # value (a memset) moved by one DMA, as the compiler lowered it
+            from trnsim.nki.language.creation import full
+            value = full(tuple(d.shape), value, dtype=d.tensor.dtype_name, buffer="sbuf")
+        else:
+            raise KernelError("err_expected_tile", f"nl.store value must be a tile, got {type(value).__name__}",
+                              "store an SBUF tile (to fill an HBM tensor with a number, store an nl.full tile)")
     v = as_view(value)
     if isinstance(v, Broadcast):
         v = as_view(copy(v))

@@ -1,0 +1,292 @@
+"""The Beta 1 forms that the NKI reference's own example tests (aws-neuron-sdk ``nki/test``, run by
+``tests/run_sdk_example_tests.py``) rely on, written here as our own kernels, plus the NKI 0.6 rules that changed with
+them. Each is checked against numpy, and the refusals name their rule."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import trnsim.neuronxcc.nki as bnki
+import trnsim.neuronxcc.nki.compiler as bncc
+import trnsim.neuronxcc.nki.isa as bnisa
+import trnsim.neuronxcc.nki.language as bnl
+import trnsim.nki as nki
+import trnsim.nki.isa as nisa
+import trnsim.nki.language as nl
+from trnsim.neuronxcc.nki.isa.constants import dge_mode, oob_mode
+from trnsim.nki import KernelError
+
+rng = np.random.default_rng(7)
+
+
+# ----------------------------------------------------------------------------- indirect rows: hbm[idx_tile, i_f]
+
+def _gather(step, mode, fill=-1.0):
+    @bnki.jit
+    def k(table):
+        n, m = table.shape
+        out = bnl.ndarray((32, m), dtype=table.dtype, buffer=bnl.shared_hbm)
+        i_f = bnl.arange(m)[None, :]
+        idx = bnisa.iota(step * bnl.arange(32)[:, None], dtype=np.int32)
+        got = bnisa.memset(shape=(32, m), value=fill, dtype=table.dtype)
+        bnisa.dma_copy(dst=got, src=table[idx, i_f], oob_mode=mode)
+        bnl.store(out, value=got)
+        return out
+    return k
+
+
+def test_an_index_tile_selects_the_rows_of_an_hbm_tensor():
+    table = rng.standard_normal((100, 48)).astype(np.float32)
+    np.testing.assert_array_equal(_gather(3, oob_mode.error)(table), table[3 * np.arange(32)])
+
+
+def test_out_of_range_rows_are_skipped_with_oob_mode_skip_and_refused_by_default():
+    table = rng.standard_normal((64, 16)).astype(np.float32)
+    got = _gather(3, oob_mode.skip)(table)
+    rows = 3 * np.arange(32)
+    keep = rows < 64
+    np.testing.assert_array_equal(got[keep], table[rows[keep]])
+    assert np.all(got[~keep] == -1.0)
+    with pytest.raises(KernelError, match="err_tensor_access_out_of_bound") as exc:
+        _gather(3, oob_mode.error)(table)
+    assert "partition 22 of the index tile holds 66" in str(exc.value)
+
+
+def test_an_indirect_store_with_dst_rmw_op_adds_into_the_selected_rows():
+    @bnki.jit
+    def k(vals):
+        out = bnl.ndarray((64, 8), dtype=vals.dtype, buffer=bnl.shared_hbm)
+        ones = bnisa.memset(shape=(64, 8), value=1.0, dtype=vals.dtype)
+        bnl.store(out, value=ones)
+        v = bnl.load(vals)
+        idx = bnisa.iota(2 * bnl.arange(32)[:, None], dtype=np.int32)
+        bnisa.dma_copy(dst=out[idx, bnl.arange(8)[None, :]], src=v, dst_rmw_op=np.add)
+        return out
+    vals = rng.standard_normal((32, 8)).astype(np.float32)
+    want = np.ones((64, 8), np.float32)
+    want[2 * np.arange(32)] += vals
+    np.testing.assert_allclose(k(vals), want, rtol=1e-6)
+
+
+def test_an_index_tile_must_be_an_sbuf_integer_column():
+    @bnki.jit
+    def k(table):
+        out = bnl.ndarray((32, 16), dtype=table.dtype, buffer=bnl.shared_hbm)
+        idx = bnisa.memset(shape=(32, 2), value=0, dtype=np.int32)
+        bnl.store(out, value=bnl.load(table[idx, bnl.arange(16)[None, :]]))
+        return out
+    with pytest.raises(KernelError, match="err_invalid_index") as exc:
+        k(np.zeros((64, 16), np.float32))
+    assert "[P, 1]" in str(exc.value)
+
+
+# ----------------------------------------------------------------------------- value-returning instructions
+
+def test_dst_first_instructions_return_their_result_under_beta1():
+    @bnki.jit(target="trn2")
+    def k(a):
+        t = bnl.load(a)
+        top = bnisa.max8(src=t)                    # NKI 0.6: nisa.max8(dst=..., src=...)
+        same = bnisa.dropout(t, prob=0.0)          # NKI 0.6: nisa.dropout(dst, data, prob)
+        tr = bnisa.dma_transpose(a[0:32, 0:64])    # NKI 0.6: nisa.dma_transpose(dst, src)
+        o1 = bnl.ndarray((32, 8), dtype=a.dtype, buffer=bnl.shared_hbm)
+        o2 = bnl.ndarray((32, 64), dtype=a.dtype, buffer=bnl.shared_hbm)
+        o3 = bnl.ndarray((64, 32), dtype=a.dtype, buffer=bnl.shared_hbm)
+        bnl.store(o1, value=top)
+        bnl.store(o2, value=same)
+        bnl.store(o3, value=tr)
+        return o1, o2, o3
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    top, same, tr = k(a)
+    np.testing.assert_array_equal(top, -np.sort(-a, axis=1)[:, :8])
+    np.testing.assert_array_equal(same, a)
+    np.testing.assert_array_equal(tr, a.T)
+
+
+def test_beta1_double_row_matmul_takes_its_perf_mode_string():
+    @bnki.jit(target="trn2")
+    def k(a, b, mode):
+        out = bnl.ndarray((a.shape[2], b.shape[2]), dtype=bnl.float32, buffer=bnl.shared_hbm)
+        bnl.store(out, value=bnisa.nc_matmul(bnl.load(a), bnl.load(b), perf_mode=mode))
+        return out
+    a = rng.standard_normal((128, 2, 16)).astype(ml_dtypes.float8_e5m2)
+    b = rng.standard_normal((128, 2, 64)).astype(ml_dtypes.float8_e5m2)
+    want = np.einsum("kli,klj->ij", a.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_allclose(k(a, b, "double_row_gen3"), want, rtol=1e-5, atol=1e-4)
+    with pytest.raises(KernelError, match="err_unsupported_perf_mode"):
+        k(a, b, "quad_row")
+
+
+# ----------------------------------------------------------------------------- Beta 1 names
+
+def test_beta1_language_names_fp32_rand_trace_and_isa_constants():
+    assert bnl.fp32.min == float(np.finfo(np.float32).min) and bnl.fp32.max == float(np.finfo(np.float32).max)
+    assert dge_mode is nisa.dge_mode and bnisa.constants.oob_mode is nisa.oob_mode
+
+    @bnki.trace
+    def k(out):
+        r = bnl.rand((16, 32))                     # Beta 1: dtype defaults to float32
+        bnl.store(out, value=r)
+    out = np.zeros((16, 32), np.float32)
+    bnki.simulate_kernel(k, out)
+    assert np.all((out >= 0) & (out < 1)) and out.std() > 0.1
+
+
+def test_beta1_shared_identity_matrix_lives_in_hbm():
+    @bnki.jit
+    def k():
+        eye = bnl.shared_identity_matrix(n=64, dtype=bnl.bfloat16)
+        out = bnl.ndarray((64, 64), dtype=bnl.float32, buffer=bnl.shared_hbm)
+        bnl.store(out, value=bnl.load(eye, dtype=bnl.float32))
+        return out
+    np.testing.assert_array_equal(k(), np.eye(64, dtype=np.float32))
+
+
+def test_beta1_store_of_a_number_fills_the_hbm_tensor_and_nki06_asks_for_a_tile():
+    @bnki.jit
+    def k(a):
+        out = bnl.ndarray(a.shape, dtype=a.dtype, buffer=bnl.shared_hbm)
+        bnl.store(out, 7)
+        return out
+    np.testing.assert_array_equal(k(np.zeros((8, 16), np.float32)), np.full((8, 16), 7, np.float32))
+
+    @nki.jit
+    def k06(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, 7)
+        return out
+    with pytest.raises(KernelError, match="err_expected_tile") as exc:
+        nki.simulate(k06)(np.zeros((8, 16), np.float32))
+    assert "nl.full" in exc.value.fix
+
+
+def test_beta1_integer_indices_write_one_element():
+    @bnki.jit
+    def k():
+        t = bnl.zeros((4, 6), dtype=bnl.int32)
+        for i in bnl.static_range(4):
+            t[i, 2] = i + 10
+        out = bnl.ndarray((4, 6), dtype=bnl.int32, buffer=bnl.shared_hbm)
+        bnl.store(out, value=t)
+        return out
+    want = np.zeros((4, 6), np.int32)
+    want[:, 2] = np.arange(4) + 10
+    np.testing.assert_array_equal(k(), want)
+
+
+# ----------------------------------------------------------------------------- allocation callbacks
+
+def _placements(kernel, *arrays):
+    _, trace = bnki.trace_kernel(kernel, *arrays)
+    return [a.placement for a in trace.allocations if getattr(a, "placement", None)]
+
+
+def test_allocation_callbacks_place_every_block():
+    def rotate(base, n):
+        def place(idx, partitions, bytes_per_partition):
+            return 0, base + (idx[0] % n) * bytes_per_partition
+        return place
+
+    @bnki.jit
+    def k(a):
+        out = bnl.ndarray(a.shape, dtype=a.dtype, buffer=bnl.shared_hbm)
+        t = bnl.ndarray((4, bnl.par_dim(128), 64), dtype=a.dtype, buffer=bncc.sbuf.alloc(rotate(1024, 2)))
+        ps = bnl.ndarray((bnl.par_dim(128), 64), dtype=bnl.float32,
+                         buffer=bncc.psum.alloc(lambda idx, p, f: (3, 0, 0)))
+        for i in bnl.sequential_range(4):
+            t[i] = bnl.load(a[i * 128:(i + 1) * 128, :])
+            ps[...] = bnl.copy(t[i])
+            bnl.store(out[i * 128:(i + 1) * 128, :], value=bnl.copy(ps))
+        return out
+    a = rng.standard_normal((512, 64)).astype(np.float32)
+    np.testing.assert_array_equal(bnki.simulate_kernel(k, a), a)
+    places = _placements(k, a)
+    assert {"base_partition": 0, "base_addr": 1024, "num_free_tiles": (2,)} in places
+    assert any(p.get("base_bank") == 3 for p in places)
+
+
+def test_an_allocation_callback_that_does_not_fit_is_refused():
+    @bnki.jit
+    def k(a):
+        t = bnl.ndarray((bnl.par_dim(128), 64), dtype=a.dtype, buffer=bncc.sbuf.alloc(lambda idx, p, f: (0, 10**7)))
+        t[...] = bnl.load(a)
+        out = bnl.ndarray(a.shape, dtype=a.dtype, buffer=bnl.shared_hbm)
+        bnl.store(out, value=t)
+        return out
+    with pytest.raises(KernelError, match="err_allocation_out_of_range"):
+        k(np.zeros((128, 64), np.float32))
+
+    @bnki.jit
+    def k2(a):
+        bnl.ndarray((128, 64), dtype=a.dtype, buffer=bncc.sbuf.alloc(lambda idx, p, f: (0,)))
+    with pytest.raises(KernelError, match="err_invalid_allocation") as exc:
+        k2(np.zeros((128, 64), np.float32))
+    assert "returns 2 integers" in str(exc.value) or "returned (0,)" in str(exc.value)
+    with pytest.raises(KernelError, match="err_invalid_allocation"):
+        bncc.psum.alloc(3)
+
+
+# ----------------------------------------------------------------------------- NKI 0.6 rules that moved with them
+
+def test_an_optional_hbm_argument_can_be_tested_with_if_but_tile_data_cannot():
+    @nki.jit
+    def k(a, bias):
+        t = nl.load(a)
+        if bias:                                   # an HBM tensor was passed (None otherwise)
+            nisa.tensor_tensor(dst=t, data1=t, data2=nl.load(bias), op=nl.add)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(k)(a, a), 2 * a)
+    np.testing.assert_array_equal(nki.simulate(k)(a, None), a)
+
+    @nki.jit
+    def branchy(a):
+        t = nl.load(a)
+        if t:
+            pass
+        return a
+    with pytest.raises(KernelError, match="err_ambiguous_tensor_truth_value"):
+        nki.simulate(branchy)(a)
+
+
+def test_a_bool_predicate_is_a_uint8_predicate():
+    @nki.jit
+    def k(pred, a):
+        p = nl.load(pred)
+        t = nl.load(a)
+        dst = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=dst, value=0.0)
+        nisa.tensor_copy_predicated(dst=dst, src=t, predicate=p)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, dst)
+        return out
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    pred = a > 0.3
+    np.testing.assert_array_equal(nki.simulate(k)(pred, a), np.where(pred, a, 0.0))
+
+
+def test_a_dtype_class_is_a_compile_time_parameter():
+    @nki.jit
+    def k(a, dtype):
+        t = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray(a.shape, dtype=dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    got = nki.simulate(k)(a, np.float16)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, a.astype(np.float16))
+
+
+def test_a_dma_regroups_the_free_dimensions_of_each_partition():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((128, 64, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray((128, 4, 16, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)              # same partitions, same elements per partition
+        return out
+    a = rng.standard_normal((128, 64, 4)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(k)(a), a.reshape(128, 4, 16, 4))
