@@ -91,6 +91,10 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob
         if priority not in (0, 1, 2, 3):
             raise KernelError("err_invalid_arguments", f"priority={priority} must be 0..3 (0 highest)",
                               "pass 0, 1, 2 or 3")
+    if dge_mode == _dge.hwdge and ctx.limits.neuroncore_version == "NC-v2":
+        raise KernelError("err_unsupported_dge_mode",
+                          f"{api}(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer",
+                          "drop dge_mode= (the compiler picks) or target trn2 / trn3")
     if dge_mode == _dge.hwdge:
         ok0 = s.shape[0] == 16 if nd == 2 else (s.shape[0] in (1, 2, 4, 8, 16) and s.shape[0] * s.shape[-2] % 16 == 0)
         if not ok0 or s.shape[-1] > 128 or s.tensor.itemsize != 2:
@@ -168,6 +172,10 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True, oob_mode
         raise KernelError("err_unsupported_op", f"reduce_op={op_name(reduce_op)} of '{api}': the DMA engines "
                           "support only nl.add", "pass reduce_op=nl.add (use the Vector Engine for other ops)")
     if scales is not None:
+        if not isinstance(scales, (list, tuple)) or \
+                any(isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) for x in scales):
+            raise KernelError("err_invalid_arguments", f"scales of '{api}' must be a list of numbers, one per source, "
+                              f"got {scales!r}", f"pass scales=[1.0] * {len(ss)}, or drop scales")
         if len(scales) != len(ss) or any(float(x) != 1.0 for x in scales):
             raise KernelError("err_unsupported_scale", f"scales={list(scales)} of '{api}': every scale must be 1.0 "
                               f"(one per source)", "drop scales, or scale the sources on the Vector Engine first")

@@ -60,7 +60,7 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
                           f"nisa.tensor_tensor with the bitvec operator {name} needs integer tiles (used as bit "
                           f"patterns), got data1 {a.tensor.dtype_name}, data2 {b.tensor.dtype_name}, dst "
                           f"{dview.tensor.dtype_name}",
-                          "use integer tiles (nl.int32, nl.uint32, ...); view float bits with .bitcast(nl.int32)")
+                          "use integer tiles (nl.int32, nl.uint32, ...); view float bits with .view(nl.int32)")
     # int32/uint32 in and out, an arithmetic op, engine left to the compiler, nothing in PSUM: the GpSimd Engine's
     # native integer arithmetic, exact for all 32-bit values (nki.isa.tensor_tensor)
     nki06 = ctx.dialect != "beta1"
@@ -181,7 +181,7 @@ def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=F
             raise KernelError("err_unsupported_dtype",
                               f"nisa.tensor_scalar with the bitvec operator {n0} needs integer input and output "
                               f"tiles (they are used as bit patterns), got {', '.join(bad)}",
-                              "use an integer tile (nl.int32, nl.uint32, ...); view float bits with .bitcast(nl.int32)")
+                              "use an integer tile (nl.int32, nl.uint32, ...); view float bits with .view(nl.int32)")
     res = None
     if ctx.numerics:
         if int_bits:
@@ -281,18 +281,22 @@ def _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0=False, r
     api = "tensor_tensor_scan"
     a = tile_arg(data0, api, "data0")
     b = tile_arg(data1, api, "data1")
-    if tuple(a.shape) != tuple(b.shape) or len(a.shape) != 2:
-        raise KernelError("err_shape_mismatch", f"'{api}' needs two 2-D tiles of one shape, got {fmt_shape(a.shape)} "
-                          f"and {fmt_shape(b.shape)}", "pass [P, F] tiles of the same shape")
-    P, F = a.shape
+    if a.shape[0] != b.shape[0] or free_size(a.shape) != free_size(b.shape) or len(a.shape) < 2:
+        raise KernelError("err_shape_mismatch", f"'{api}' needs two tiles with the same partitions and elements per "
+                          f"partition, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
+                          "pass tiles of the same shape; the scan runs over each partition's elements in order")
+    P, F = a.shape[0], free_size(a.shape)
     reads = [a, b]
     n0, n1 = op_name(op0), op_name(op1)
     init, ivec = scalar_or_vector(initial, P, api, "initial", reads)
-    dview, out_t = out_tile((P, F), dtype_or(dtype, dt.promote(a.tensor.dtype_name, b.tensor.dtype_name)), "sbuf",
-                             api, dst)
+    dview, out_t = out_tile(tuple(a.shape), dtype_or(dtype, dt.promote(a.tensor.dtype_name, b.tensor.dtype_name)),
+                            "sbuf", api, dst)
+    if dview.shape[0] != P or free_size(dview.shape) != F:
+        raise KernelError("err_shape_mismatch", f"'{api}' dst{fmt_shape(dview.shape)} must hold {P} partitions of {F} "
+                          f"elements, as data0{fmt_shape(a.shape)}", "allocate dst like data0")
     res = None
     if ctx.numerics:
-        x, y = read(a), read(b)
+        x, y = read(a).reshape(P, F), read(b).reshape(P, F)
         r = read(init).reshape(P) if ivec else np.full(P, init, dtype=np.float32)
         res = np.empty((P, F), dtype=np.float32)
         with np.errstate(all="ignore"):
@@ -300,7 +304,8 @@ def _tensor_tensor_scan_beta1(data0, data1, initial, op0, op1, reverse0=False, r
                 t = ALU[n0](r, x[:, i]) if reverse0 else ALU[n0](x[:, i], r)
                 r = ALU[n1](t, y[:, i]) if not reverse1 else ALU[n1](y[:, i], t)
                 res[:, i] = r
-        store_result(ctx, dview, res, mask_array(mask, (P, F)))
+        res = res.reshape(dview.shape)
+        store_result(ctx, dview, res, mask_array(mask, tuple(dview.shape)))
     ctx.emit(api, "vector", reads, (dview,), {"op0": n0, "op1": n1}, 2 * P * F, 0, F, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)

@@ -55,7 +55,21 @@ def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
         big = float(ml_dtypes.finfo(dt.value_dtype(dtype_name)).max)
         with np.errstate(over="ignore", invalid="ignore"):
             stored = dt.cast(np.array([v], dtype=np.float64).astype(np.float32), dtype_name)
-        if abs(v) > float(np.finfo(np.float32).max) or not np.isfinite(stored.astype(np.float32)).all():
+        got = float(stored.astype(np.float32)[0])
+        if math.isnan(got) and abs(v) <= big:
+            # inside the range but not representable: a format without zero or sign (float8_e8m0fnu, the MX scale
+            # format of powers of two) stores NaN
+            raise KernelError("err_memset_value_out_of_range",
+                              f"{where}: {dtype_name} cannot represent it (it would be stored as NaN)",
+                              "float8_e8m0fnu holds only positive powers of two (2**-127 .. 2**127, no zero): fill "
+                              "with such a value, e.g. 1.0" if dtype_name == "float8_e8m0fnu" else
+                              f"use a value {dtype_name} can represent")
+        if abs(v) > float(np.finfo(np.float32).max) or not np.isfinite(got):
+            has_inf = bool(np.isinf(dt.cast(np.array([np.inf], dtype=np.float32), dtype_name).astype(np.float32))[0])
+            if not has_inf:
+                raise KernelError("err_memset_value_out_of_range",
+                                  f"{where}: the largest finite {dtype_name} is {big:g} and the format has no inf, so "
+                                  "it would be stored as NaN", f"use a value within +-{big:g}")
             raise KernelError("err_memset_value_out_of_range",
                               f"{where}: the largest finite {dtype_name} is {big:g}, so it would be stored as "
                               f"{'-' if v < 0 else ''}inf",
@@ -168,6 +182,10 @@ def _iota_06(dst, pattern, offset, channel_multiplier, name):
     ctx = current()
     d = tile_arg(dst, "iota", "dst", ("sbuf",))
     P = d.shape[0]
+    for v, arg in ((offset, "offset"), (channel_multiplier, "channel_multiplier")):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not -2 ** 31 <= int(v) < 2 ** 31:
+            raise KernelError("err_invalid_arguments", f"{arg}={int(v)} of 'iota' is outside int32 "
+                              f"[-2147483648, 2147483647]", f"pass an int32 {arg} (the engine holds it in 32 bits)")
     vals = pattern_values(pattern, offset, channel_multiplier, P, "iota", d.shape)
     res = None
     if ctx.numerics:

@@ -264,6 +264,10 @@ def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, boun
                               "use nl.equal, nl.less, nl.less_equal, nl.greater or nl.greater_equal")
     if op_name(reduce_op, "reduce") != "maximum":
         raise KernelError("err_unsupported_op", f"reduce_op of '{api}' must be nl.maximum", "pass reduce_op=nl.maximum")
+    if isinstance(on_false_value, bool) or not isinstance(on_false_value, (int, float, np.integer, np.floating)):
+        raise KernelError("err_invalid_on_false_value",
+                          f"on_false_value of '{api}' must be a number, got {type(on_false_value).__name__}",
+                          "pass on_false_value=-3.4028235e+38 (np.finfo(np.float32).min)")
     if float(on_false_value) != FP32_MIN:
         raise KernelError("err_invalid_on_false_value",
                           f"on_false_value={on_false_value} of '{api}': the hardware fills with FP32_MIN only",
@@ -273,6 +277,10 @@ def range_select(dst=None, on_true_tile=None, comp_op0=None, comp_op1=None, boun
         raise KernelError("err_invalid_arguments", f"range_start of '{api}' must be a compile-time int",
                           "pass a Python int")
     cmd = _accum.check_cmd(reduce_cmd, api)
+    if cmd == _rc.load_reduce:
+        raise KernelError("err_invalid_arguments", f"reduce_cmd=load_reduce of '{api}': load_reduce loads a value into "
+                          "the accumulator, and range_select has no operand that supplies one",
+                          "start with reduce_cmd=reset_reduce and continue with reduce_cmd=reduce")
     P, n = v.shape[0], free_size(v.shape)
     if range_start + n > 2 ** 24:
         raise KernelError("err_index_range", f"'{api}' indices up to {range_start + n} pass 2^24 (exact in fp32)",

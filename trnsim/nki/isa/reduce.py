@@ -61,7 +61,7 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
         raise KernelError("err_unsupported_dtype",
                           f"'{api}' with the bitvec operator {name} needs integer tiles, got data "
                           f"{v.tensor.dtype_name}, dst {dview.tensor.dtype_name}",
-                          "use integer tiles (nl.int32, ...); view float bits with .bitcast(nl.int32)")
+                          "use integer tiles (nl.int32, ...); view float bits with .view(nl.int32)")
     if name in BITVEC and negate and ctx.dialect != "beta1":
         # negate "is only applicable when op is an arithmetic operator" (nki.isa.tensor_reduce)
         raise KernelError("err_invalid_arguments",

@@ -124,6 +124,13 @@ def register_load(dst, src) -> NkiInstruction:
     v = _scalar_tile(src, "register_load", "src")
     if ctx.numerics:
         raw = np.asarray(read(v, raw=True)).reshape(-1)[0]
+        if raw.dtype.kind == "f" or raw.dtype.kind not in "iu":
+            f = float(raw)
+            if not np.isfinite(f):
+                raise KernelError("err_invalid_value", f"register_load reads {f} from `{v.tensor.name or 'tile'}`: a "
+                                  "register holds a 32-bit integer, and a non-finite value has no integer form "
+                                  "(reading memory nothing wrote gives NaN)",
+                                  "load an integer tile (nl.int32), or write the value before loading it")
         d._value = _wrap32(int(np.trunc(float(raw))) if np.issubdtype(np.asarray(raw).dtype, np.floating) or
                            raw.dtype.kind not in "iu" else int(raw))
     else:

@@ -131,7 +131,7 @@ def sequence_bounds(dst=None, segment_ids=None, name=None, dtype=None):
         raise KernelError("err_shape_mismatch", f"dst{fmt_shape(d.shape)} of '{api}' must be [1, 2, {n}]",
                           f"allocate dst as (1, 2, {n})")
     if ctx.numerics:
-        ids = read(s).reshape(n)
+        ids = np.asarray(read(s, raw=True)).reshape(n)   # in their own dtype: int32 ids above 2**24 stay distinct
         if np.any(ids < 0):
             raise KernelError("err_invalid_value", f"'{api}' segment ids must be non-negative", "use ids >= 0")
         start = np.empty(n, dtype=np.int64)

@@ -168,6 +168,9 @@ def topk(val_dst, idx_dst, src, n, name=None):
         raise KernelError("err_shape_mismatch", f"val_dst{fmt_shape(vd.shape)} and idx_dst{fmt_shape(idd.shape)} of "
                           f"'{api}' must both be [{P}, K]", f"allocate both as ({P}, K)")
     K = vd.shape[1]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise KernelError("err_invalid_arguments", f"n of '{api}' must be a compile-time int, got {n!r}",
+                          "pass the number of valid elements in the snake as a Python int")
     n = int(n)
     if not 8 <= n < 65536:
         raise KernelError("err_invalid_arguments", f"n={n} of '{api}' must be in [8, 65536)",

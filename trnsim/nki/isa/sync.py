@@ -70,16 +70,20 @@ def core_barrier(data, cores, engine=_engine.gpsimd, name=None) -> NkiInstructio
     ctx = current()
     api = "core_barrier"
     _need_lnc2(ctx, api)
-    if tuple(cores) != (0, 1):
-        raise KernelError("err_invalid_arguments", f"cores={tuple(cores)} of '{api}': only (0, 1) is supported (the "
+    if not isinstance(cores, (tuple, list)) or tuple(cores) != (0, 1):
+        raise KernelError("err_invalid_arguments", f"cores={cores!r} of '{api}': only (0, 1) is supported (the "
                           "two cores of an LNC=2 logical core)", "pass cores=(0, 1)")
     eng = {None: "gpsimd", _engine.unknown: "gpsimd"}.get(engine, engine)
     if eng not in ("gpsimd", "vector", "scalar", "tensor", "sync"):
         raise KernelError("err_unsupported_engine", f"engine={engine!r} of '{api}'", "pass nisa.engine.gpsimd")
     v = as_view(data)
-    if v.tensor.buffer != "hbm":
-        raise KernelError("err_unsupported_memory", f"data of '{api}' must be a shared HBM tensor, got a "
-                          f"{v.tensor.buffer} tile", "pass the nl.shared_hbm tensor both cores write")
+    if not hasattr(v, "tensor"):
+        raise KernelError("err_expected_tile", f"data of '{api}' must be a shared HBM tensor, got "
+                          f"{type(data).__name__}", "pass the nl.shared_hbm tensor both cores write")
+    if v.tensor.buffer != "hbm" or v.tensor.kind == "private":
+        got = "a private HBM tensor (nl.hbm)" if v.tensor.buffer == "hbm" else f"a {v.tensor.buffer} tile"
+        raise KernelError("err_unsupported_memory", f"data of '{api}' must be a shared HBM tensor, got {got}",
+                          "pass the nl.shared_hbm tensor both cores write (or a kernel input)")
     st = _state(ctx)
     inst, core = _instance(ctx)
     idx = ctx.emit(api, eng, (v,), (), {"cores": (0, 1)}, 0, 0, 1, 1)
@@ -132,11 +136,16 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=_dma_en
              "send_to_rank": int(send_to_rank), "recv_from_rank": int(recv_from_rank), "pipe_id": pipe_id}
     idx = ctx.emit(api, eng, (s,), (d,), attrs, 0, bpp * s.shape[0], free_size(s.shape), s.shape[0])
     payload = np.array(read(s, raw=True), copy=True) if ctx.numerics else None
-    st["mail"][(inst, pipe_id, core, int(send_to_rank), k)] = (payload, idx)
+    st["mail"][(inst, pipe_id, core, int(send_to_rank), k)] = (payload, idx, tuple(s.shape), s.tensor.dtype_name)
     in_key = (inst, pipe_id, int(recv_from_rank), core, k)
     _wait(ctx, lambda: in_key in st["mail"],
           f"sendrecv pipe {pipe_id!r} #{k} from core {int(recv_from_rank)} (instruction {idx}, {_where()})")
-    msg, sender = st["mail"].pop(in_key)
+    msg, sender, shape, dtype = st["mail"].pop(in_key)
+    if shape != tuple(d.shape) or dtype != d.tensor.dtype_name:
+        raise KernelError("err_shape_mismatch" if shape != tuple(d.shape) else "err_dtype_mismatch",
+                          f"'{api}' pipe {pipe_id!r} #{k}: core {int(recv_from_rank)} sends {fmt_shape(shape)} {dtype}, "
+                          f"core {core} receives into dst{fmt_shape(d.shape)} {d.tensor.dtype_name}: both sides must "
+                          "use the same shape, layout and dtype", "allocate src and dst alike on both cores")
     # the performance model: the receive completes only after the sending core posted (its sendrecv started)
     ctx.instructions[idx].attrs["partner"] = sender
     if ctx.numerics:
