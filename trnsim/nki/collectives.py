@@ -557,7 +557,7 @@ def collective_permute(srcs, dsts, source_target_pairs, priority: Optional[int] 
         raise KernelError("err_shape_mismatch", f"{api}: source {fmt_shape(sv[0].shape)} and destination "
                           f"{fmt_shape(dvs[0].shape)} differ", "use equal shapes")
     world, rank = _world()
-    bad = [r for p in pairs for r in p if r >= world.size]
+    bad = [r for p in pairs for r in p if not 0 <= r < world.size]
     if bad:
         raise KernelError("err_rank_not_in_replica_group", f"{api}: rank {bad[0]} in {list(pairs)} does not exist "
                           f"(world of {world.size} ranks)", f"use ranks 0..{world.size - 1}")
@@ -620,10 +620,10 @@ def _ring(api, srcs_list, dsts_by_channel, replica_group, channel_ids, op=None):
     n = len(members)
     # "The maximum number of channels is 4 for replica groups containing all devices inside a node and 2 for
     # other supported replica groups" (nki.collectives); trnsim's ranks are the devices of one node
-    max_ch = 4 if n == world else 2
+    max_ch = 4 if n == world.size else 2
     if len(ids) > max_ch:
         raise KernelError("err_invalid_channel_ids", f"{api}: {len(ids)} channels for a replica group of {n} of "
-                          f"{world} ranks; at most {max_ch} ({'all ranks' if n == world else 'a sub-group'})",
+                          f"{world.size} ranks; at most {max_ch} ({'all ranks' if n == world.size else 'a sub-group'})",
                           f"use at most {max_ch} channels")
     opn = _reduce_op(op, api) if op is not None else None
     payload = None

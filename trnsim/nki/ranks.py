@@ -109,8 +109,13 @@ class World:
                     raise err
             try:
                 a.resolve(arr)
-            except KernelError as exc:
-                raise exc
+            except KernelError:
+                raise
+            except Exception as exc:   # a bug in resolving is reported, never left to hang the launch
+                raise KernelError("err_collective_mismatch", f"{a.api} over ranks {list(members)} could not be "
+                                  f"resolved: {type(exc).__name__}: {exc}",
+                                  "check the collective's arguments (rank ids, groups, shapes) on every rank",
+                                  location="") from exc
             for m in members:
                 del self.waiting[m]
                 self.state[m] = "ready"
@@ -210,6 +215,10 @@ def trace_ranks(kernel, world_size: int, per_rank_args: Sequence | Callable[[int
             if not progressed:
                 failure = world._deadlock()
                 break
+    except BaseException as exc:   # anything leaving the loop (even KeyboardInterrupt) releases the rank threads
+        if failure is None:
+            failure = exc
+        raise
     finally:
         with world.cv:
             if failure is not None or any(e is not None for e in errors):

@@ -334,8 +334,9 @@ class Kernel:
     """An ``@nki.jit`` kernel. Calling it with numpy arrays simulates it (as ``NKI_SIMULATOR=1`` does).
 
     ``kernel[2](...)`` launches it on a logical NeuronCore of two physical cores (LNC=2: two program
-    instances, ``nl.program_id(0)`` 0 and 1, ``nl.num_programs()`` 2); ``kernel[g0, g1](...)`` launches an
-    SPMD grid (kept for older kernels). ``last_trace`` holds the trace of the latest call.
+    instances, ``nl.program_id(0)`` 0 and 1, ``nl.num_programs()`` 2); grids with an ``nl.spmd_dim`` entry
+    (``kernel[nl.spmd_dim(n, nl.nc(2)), m]``) are accepted, plain multi-number grids ``kernel[g0, g1]`` only for
+    Beta 1 kernels. ``last_trace`` holds the trace of the latest call.
     ``dialect`` is "nki" (NKI 0.6 rules) or "beta1" (``trnsim.neuronxcc.nki``).
     """
 
@@ -360,6 +361,12 @@ class Kernel:
         lnc = 1
         for x in g:
             lnc = max(lnc, int(getattr(x, "lnc", 1)))
+        if self.dialect == "nki" and len(g) > 1 and not any(hasattr(x, "lnc") for x in g):
+            raise KernelError("err_invalid_grid",
+                              f"kernel[{', '.join(str(int(x)) for x in g)}]: an NKI 0.6 launch takes one number in "
+                              "brackets, the LNC degree (lnc.rst: 'The bracket syntax must contain only one number')",
+                              "launch with kernel[1](...) or kernel[2](...); loop over the work inside the kernel (or "
+                              "run an SPMD grid of Beta 1 kernels under trnsim.neuronxcc.nki)", location="")
         if self.dialect == "nki" and len(g) == 1 and not hasattr(g[0], "lnc"):
             lnc = int(g[0])   # kernel[lnc]: the LNC degree
             if lnc not in (1, 2):

@@ -203,6 +203,23 @@ def _pattern(x) -> list[tuple[int, int]]:
     return out
 
 
+def _part_view_as(v, dname: str, old: int, new: int):
+    """``v.view(dname)`` for a slice ``v`` of a tensor (every dimension kept, positive steps, the last one
+    contiguous): the same slice of the whole tensor reinterpreted as ``dname``, the last dimension's start and
+    size scaled by ``old / new`` bytes. None if the slice does not have that form (the caller then refuses)."""
+    t = v.tensor
+    rs = v.ranges
+    last = rs[-1]
+    if any(r[0] != "r" or r[2] < 1 for r in rs) or (last[2] != 1 and last[3] > 1):
+        return None
+    if (last[1] * old) % new or (last[3] * old) % new or (t.shape[-1] * old) % new:
+        return None
+    whole = alias_tensor(t.full_view(), tuple(t.shape[:-1]) + (t.shape[-1] * old // new,), dname, api="view")
+    key = tuple(slice(r[1], r[1] + r[2] * r[3], r[2]) for r in rs[:-1]) + \
+        (slice(last[1] * old // new, (last[1] + last[3]) * old // new),)
+    return whole[key]
+
+
 class NkiTensorMethods:
     """Mixin with the NKI 0.6 ``NkiTensor`` queries and views (see the module docstring)."""
     __slots__ = ()
@@ -404,6 +421,11 @@ class NkiTensorMethods:
         if last % new:
             raise KernelError("err_unsupported_reshape", f"view({dname}): the last dimension holds {last} bytes, not a "
                               f"multiple of {new}", "reinterpret a last dimension whose byte size divides evenly")
+        t = v.tensor
+        if v.adv is None and not v.is_full() and dname != t.dtype_name:
+            part = _part_view_as(v, dname, old, new)
+            if part is not None:
+                return part
         return alias_tensor(v, tuple(v.shape[:-1]) + (last // new,), dname, api="view")
 
     def reinterpret_cast(self, dtype):

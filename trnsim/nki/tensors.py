@@ -1193,6 +1193,55 @@ class Broadcast:
     def tensor(self):
         return self.view.tensor
 
+    # NkiTensor queries: a broadcast dimension repeats one element (stride 0)
+    @property
+    def buffer(self) -> str:
+        return self.view.buffer
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def offset(self) -> int:
+        return self.view.offset
+
+    @property
+    def strides(self) -> tuple:
+        return tuple(0 if n != m else st for st, n, m in zip(self.view.strides, self.shape, self.view.shape))
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[int(st), int(n)] for st, n in zip(self.strides, self.shape)]
+
+    def is_contiguous(self) -> bool:
+        return self.view.is_contiguous() and all(n == m for n, m in zip(self.shape, self.view.shape))
+
+    def is_indirect(self) -> bool:
+        return False
+
+    _VIEW_OPS = frozenset({"reshape", "permute", "slice", "select", "vector_select", "expand_dim", "squeeze_dim",
+                           "reshape_dim", "flatten_dims", "view", "reinterpret_cast", "ap", "broadcast", "rearrange",
+                           "indirect", "transpose"})
+
+    def __getattr__(self, name: str):
+        if name in Broadcast._VIEW_OPS:
+            raise KernelError("err_unsupported_view", f"{name}() of a broadcast view {fmt_shape(self.shape)} (of "
+                              f"{fmt_shape(self.view.shape)}): trnsim reshapes and slices tensors before broadcasting",
+                              "apply the view to the tile first, then broadcast the result")
+        raise AttributeError(f"'Broadcast' object has no attribute {name!r}")
+
+    def __getitem__(self, key):
+        raise KernelError("err_unsupported_view", f"indexing a broadcast view {fmt_shape(self.shape)}",
+                          "index the tile first, then broadcast the result")
+
 
 def _slice_of(r) -> slice:
     start, step, count = r[1], r[2], r[3]

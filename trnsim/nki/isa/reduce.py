@@ -33,6 +33,9 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
     if not axes:
         raise KernelError("err_invalid_axis", f"axis={axis!r} of '{api}' names no axis (tile {fmt_shape(v.shape)})",
                           "pass the free axes to reduce, e.g. axis=1")
+    if any(not -nd <= a < nd for a in axes):
+        raise KernelError("err_invalid_axis", f"axis {list(axes)} out of range for a {nd}-D tile {fmt_shape(v.shape)}",
+                          f"use axes 1..{nd - 1} (or -{nd - 1}..-1)")
     axes = sorted({a + nd if a < 0 else a for a in axes})
     if 0 in axes:
         raise KernelError("err_reduce_partition_axis",

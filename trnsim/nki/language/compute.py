@@ -94,6 +94,11 @@ def _binary(name: str, x, y, dtype=None, mask=None, _dst=None):
             if not _is_tile(v) and not isinstance(v, (int, np.integer)):
                 raise KernelError("err_unsupported_dtype", f"nl.{name} needs integer operands, got {v!r}",
                                   "pass an int")
+        if dtype is None:
+            # bit patterns keep an integer type: the widest input tile's (the first of equal width), never the
+            # float32 that promoting uint32 with int32 (or with a Python int) would give
+            names = [as_view(v).tensor.dtype_name for v in (x, y) if _is_tile(v)]
+            dtype = sorted(names, key=_dt.itemsize, reverse=True)[0]   # (stable: the first of the widest)
     if xt and yt:
         xv, yv = as_view(x), as_view(y)
         xs, ys = tuple(xv.shape), tuple(yv.shape)

@@ -31,12 +31,22 @@ def program_id(axis: int = 0) -> int:
     return ctx.program_id[axis]
 
 
-def num_programs(axes: int | None = None):
-    """Size of the SPMD grid along ``axes`` (all axes as a tuple when None)."""
+_AXIS_DEFAULT = object()
+
+
+def num_programs(axes=_AXIS_DEFAULT):
+    """Number of program instances along ``axes`` of the launch grid (an int, or a tuple for a tuple of axes);
+    ``axes=None`` gives the total over the whole grid. The default is axis 0 in NKI 0.6 (the migration guide:
+    "axes default changed from None to 0") and None in Beta 1; on a one-dimensional launch they agree."""
     ctx = current()
     g = ctx.grid or (1,)
+    if axes is _AXIS_DEFAULT:
+        axes = None if ctx.dialect == "beta1" else 0
     if axes is None:
-        return g if len(g) > 1 else g[0]
+        total = 1
+        for x in g:
+            total *= x
+        return total
     if isinstance(axes, (tuple, list)):
         return tuple(g[a] for a in axes)
     if axes >= len(g):
