@@ -68,34 +68,29 @@ def test_bitwise_ops_keep_the_integer_type_of_their_tile(dtype, value):
     np.testing.assert_array_equal(got, x | dtype(1))
 
 
-def test_four_channels_are_allowed_for_a_group_of_every_rank():
-    rg = ncc.ReplicaGroup([[0, 1, 2, 3]])
+def _channels(n_channels: int, groups: list):
+    """A kernel permuting one tensor per channel around the ring of ``groups`` with ``n_channels`` channels."""
+    rg = ncc.ReplicaGroup(groups)
 
     def k(x):
         srcs, dsts = [], []
-        for c in range(4):
+        for c in range(n_channels):
             s = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name=f"s{c}")
             nisa.dma_copy(dst=s, src=x)
             srcs.append([s])
             dsts.append([nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name=f"d{c}")])
         ncc.collective_permute_implicit(srcs_by_channel=srcs, dsts_by_channel=dsts, replica_group=rg,
-                                        channel_ids=[0, 1, 2, 3])
+                                        channel_ids=list(range(n_channels)))
         return dsts[0][0]
-    outs = nki.simulate_ranks(k, 4, [(np.full((2, 4), r, np.float32),) for r in range(4)])
-    assert len(outs) == 4
+    return k
 
-    def sub(x):
-        srcs, dsts = [], []
-        for c in range(3):
-            s = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name=f"s{c}")
-            nisa.dma_copy(dst=s, src=x)
-            srcs.append([s])
-            dsts.append([nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name=f"d{c}")])
-        ncc.collective_permute_implicit(srcs_by_channel=srcs, dsts_by_channel=dsts,
-                                        replica_group=ncc.ReplicaGroup([[0, 1], [2, 3]]), channel_ids=[0, 1, 2])
-        return dsts[0][0]
+
+def test_four_channels_are_allowed_for_a_group_of_every_rank():
+    args = [(np.full((2, 4), r, np.float32),) for r in range(4)]
+    outs = nki.simulate_ranks(_channels(4, [[0, 1, 2, 3]]), 4, args)
+    assert [float(o[0, 0]) for o in outs] == [3.0, 0.0, 1.0, 2.0]   # each rank receives its ring predecessor's
     with pytest.raises(KernelError, match="err_invalid_channel_ids") as exc:
-        nki.simulate_ranks(sub, 4, [(np.full((2, 4), r, np.float32),) for r in range(4)])
+        nki.simulate_ranks(_channels(3, [[0, 1], [2, 3]]), 4, args)
     assert "of 4 ranks" in str(exc.value)
 
 
