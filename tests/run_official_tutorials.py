@@ -48,8 +48,9 @@ SDK_DIR = "nki/examples"
 class Source:
     """Files of one repository, from a work tree or a bare git directory (read with ``git show``)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, rev: str = "HEAD"):
         self.path = os.path.abspath(path)
+        self.rev = rev   # the commit read from a bare mirror (a work tree is read as it is)
         self.bare = not os.path.isdir(os.path.join(self.path, ".git")) and os.path.isfile(
             os.path.join(self.path, "HEAD")) and os.path.isdir(os.path.join(self.path, "objects"))
         self.kind = None
@@ -59,7 +60,7 @@ class Source:
 
     def list(self, under: str) -> list[str]:
         if self.bare:
-            r = subprocess.run(["git", "-C", self.path, "ls-tree", "-r", "--name-only", "HEAD", under + "/"],
+            r = subprocess.run(["git", "-C", self.path, "ls-tree", "-r", "--name-only", self.rev, under + "/"],
                                capture_output=True, text=True)
             names = r.stdout.split()
             return names + ([under] if names else [])
@@ -73,7 +74,7 @@ class Source:
 
     def read(self, rel: str) -> str:
         if self.bare:
-            return subprocess.run(["git", "-C", self.path, "show", f"HEAD:{rel}"], capture_output=True, text=True,
+            return subprocess.run(["git", "-C", self.path, "show", f"{self.rev}:{rel}"], capture_output=True, text=True,
                                   check=True).stdout
         with open(os.path.join(self.path, rel), encoding="utf-8") as f:
             return f.read()

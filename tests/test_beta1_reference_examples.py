@@ -290,3 +290,79 @@ def test_a_dma_regroups_the_free_dimensions_of_each_partition():
         return out
     a = rng.standard_normal((128, 64, 4)).astype(np.float32)
     np.testing.assert_array_equal(nki.simulate(k)(a), a.reshape(128, 4, 16, 4))
+
+
+# ----------------------------------------------------------------------------- Neuron 2.26's examples (general/nki/test)
+
+def test_atomic_rmw_adds_every_row_even_when_indices_repeat():
+    @bnki.jit
+    def k(table, rows, vals):
+        out = bnl.ndarray(table.shape, dtype=table.dtype, buffer=bnl.shared_hbm)
+        bnl.store(out, bnl.load(table))
+        idx = bnl.load(rows)
+        bnl.atomic_rmw(out[idx, bnl.arange(table.shape[1])[None, :]], value=bnl.load(vals), op=np.add)
+        return out
+    rng_ = np.random.default_rng(11)
+    table = rng_.standard_normal((16, 8)).astype(np.float32)
+    rows = np.array([[3], [5], [3], [0]], np.int32)            # row 3 twice: both updates land
+    vals = rng_.standard_normal((4, 8)).astype(np.float32)
+    want = table.copy()
+    np.add.at(want, rows[:, 0], vals)
+    np.testing.assert_allclose(k(table, rows, vals), want, rtol=1e-6)
+
+
+def test_removed_beta1_instructions_and_names_say_what_to_write_instead():
+    with pytest.raises(KernelError, match="err_unsupported_api") as exc:
+        bnisa.tensor_copy_dynamic_src
+    assert "scalar_offset" in exc.value.fix
+    with pytest.raises(KernelError, match="err_removed_api") as exc:
+        nl.atomic_rmw
+    assert "dma_compute" in exc.value.fix
+
+
+def test_a_result_that_fits_once_its_operands_are_released_is_not_an_over_capacity_error():
+    # a * g + b on tiles near SBUF capacity (the classic layernorm tutorial at 8192 columns): the product is
+    # released by the add, so the add's result fits in the space it leaves
+    @bnki.jit
+    def k(x, g, b):
+        out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+        gt, bt, xt = bnl.load(g), bnl.load(b), bnl.load(x)
+        s = xt * 2.0
+        y = s * gt + bt
+        bnl.store(out, y)
+        return out
+    cols = 8192   # 32 KiB per partition in float32: four live tiles and the product fill 160 KiB of trn1's 176 KiB;
+    #               the add's result fits only once the product is released
+    x, g, b = (np.full((128, cols), v, np.float32) for v in (1.0, 3.0, 0.5))
+    np.testing.assert_array_equal(k(x, g, b), np.full((128, cols), 6.5, np.float32))
+
+
+def test_an_on_chip_read_past_the_tile_says_masks_cover_hbm_accesses_only():
+    @bnki.jit
+    def k(x):
+        out = bnl.ndarray((128, 1000), dtype=np.float32, buffer=bnl.shared_hbm)
+        t = bnl.load(x)
+        i_p, i_f = bnl.arange(128)[:, None], bnl.arange(512)[None, :]
+        for j in bnl.affine_range(2):
+            e = bnl.exp(t[i_p, j * 512 + i_f], mask=(j * 512 + i_f < 1000))
+            bnl.store(out[i_p, j * 512 + i_f], e, mask=(j * 512 + i_f < 1000))
+        return out
+    with pytest.raises(KernelError, match="err_tensor_access_out_of_bound") as exc:
+        k(np.ones((128, 1000), np.float32))
+    assert "not on on-chip reads" in exc.value.fix
+
+
+def test_the_profile_decorator_form_returns_the_simulated_profile():
+    import trnsim.neuronxcc.nki.typing as bnt
+
+    @bnki.profile(working_directory="/nonexistent", save_neff_name="file.neff", save_trace_name="p.ntff",
+                  profile_nth=2)
+    def k(x):
+        out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+        bnl.store(out, bnl.exp(bnl.load(x)))
+        return out
+    prof = k(bnt.tensor[[128, 512], bnl.float32])
+    assert prof is k.last_profile and prof.kernel_name == "k" and prof.latency_us > 0
+    assert prof.instructions_by_engine["scalar"] == 1 and prof.dma_transfers == 2   # exp; the load and the store
+    with pytest.raises(KernelError, match="err_invalid_arguments"):
+        bnki.profile(save_neff_name="f.neff", colour="red")

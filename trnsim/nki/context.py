@@ -285,7 +285,7 @@ class Context:
             need = bpp
             if temp and self.sbuf_used + need > lim.sbuf_bytes_per_partition:
                 self.deferred.append((weakref.ref(t), len(self.instructions), shape, dtype_name, name, api,
-                                      user_location()))
+                                      user_location(), need))
                 need = 0
             if self.sbuf_used + need > lim.sbuf_bytes_per_partition:
                 live = [v for v in self.live.values() if v[0] == "sbuf"]
@@ -305,7 +305,7 @@ class Context:
         elif buffer == "psum":
             if temp and self.psum_banks_used + banks > lim.psum_banks:
                 self.deferred.append((weakref.ref(t), len(self.instructions), shape, dtype_name, name, api,
-                                      user_location()))
+                                      user_location(), banks))
                 banks = 0
             if self.psum_banks_used + banks > lim.psum_banks:
                 raise KernelError("err_psum_banks_exhausted",
@@ -513,14 +513,33 @@ class Context:
 
     def _check_deferred(self, idx: int) -> None:
         keep = []
-        for ref, at, shape, dtype_name, name, api, loc in self.deferred:
+        lim = self.limits
+        for entry in self.deferred:
+            ref, at, shape, dtype_name, name, api, loc, need = entry
             t = ref()
             if t is None or not t.live or t.alias is not None:
                 continue
             if at >= idx:
-                keep.append((ref, at, shape, dtype_name, name, api, loc))
+                keep.append(entry)
                 continue
             buf = t.buffer
+            # still live at the next instruction: charge it now if it fits (the operands that were in the way when
+            # it was made, e.g. the product in ``a * g + b``, have been released; the compiler reuses their space)
+            rec = self.live.get(t.alloc_id)
+            if buf == "sbuf" and self.sbuf_used + need <= lim.sbuf_bytes_per_partition:
+                self.sbuf_used += need
+                if rec is not None:
+                    self.live[t.alloc_id] = (rec[0], need, rec[2], rec[3], rec[4])
+                if self.sbuf_used > self.peak_sbuf_bytes:
+                    self.peak_sbuf_bytes = self.sbuf_used
+                continue
+            if buf == "psum" and self.psum_banks_used + need <= lim.psum_banks:
+                self.psum_banks_used += need
+                if rec is not None:
+                    self.live[t.alloc_id] = (rec[0], rec[1], need, rec[3], rec[4])
+                if self.psum_banks_used > self.peak_psum_banks:
+                    self.peak_psum_banks = self.psum_banks_used
+                continue
             self.deferred = []
             if buf == "psum":
                 raise KernelError("err_psum_banks_exhausted",

@@ -1259,8 +1259,12 @@ def _first_range_dim(ranges) -> int:
 
 
 def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
-    if DIALECT.beta1:   # the running kernel's dialect (set by the runtime for each launch)
+    if DIALECT.beta1 and t.buffer == "hbm":   # the running kernel's dialect (set by the runtime for each launch)
         fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
+    elif DIALECT.beta1:
+        # trnsim applies mask= to HBM loads and stores; an on-chip access must stay inside its tile
+        fix = (f"index inside the tile (its dimension {dim} has {size} elements): trnsim honours mask= on HBM loads "
+               "and stores, not on on-chip reads; give the ragged last chunk its own, smaller nl.arange")
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
                f"lo : min(lo + tile, {size})")

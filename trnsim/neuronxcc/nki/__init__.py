@@ -121,8 +121,34 @@ def trace_kernel(kernel, *args, target: str | None = None, numerics: bool = True
                   dialect=k.dialect, **kwargs)
 
 
+# nki.profile's options for the files neuron-profile writes on a device; trnsim writes no files
+_PROFILE_FILE_OPTIONS = ("working_directory", "save_neff_name", "save_trace_name", "profile_nth", "overwrite",
+                         "additional_compile_opt")
+
+
+class _ProfileDecorator:
+    """``@nki.profile(working_directory=..., save_neff_name=..., ...)``: calling the decorated kernel returns its
+    simulated Profile (kept as ``.last_profile``) instead of writing NEFF / NTFF files."""
+
+    def __init__(self, kernel, target):
+        self.kernel, self.target, self.last_profile = kernel, target, None
+        self.__name__ = getattr(kernel, "__name__", "kernel")
+
+    def __call__(self, *args, **kwargs):
+        self.last_profile = profile(self.kernel, *args, target=self.target, **kwargs)
+        return self.last_profile
+
+
 def profile(kernel=None, *args, target: str | None = None, numerics: bool = True, grid=None, **kwargs):
-    """Simulated profile of ``kernel(*args)`` on ``target`` (a ``trnsim.perf`` Profile)."""
+    """Simulated profile of ``kernel(*args)`` on ``target`` (a ``trnsim.perf`` Profile). With only options
+    (``@nki.profile(working_directory=..., save_neff_name=..., profile_nth=2)``) it is Beta 1's decorator form; the
+    file options are accepted and nothing is written."""
+    if kernel is None and not args:
+        extra = sorted(k for k in kwargs if k not in _PROFILE_FILE_OPTIONS)
+        if extra:
+            raise KernelError("err_invalid_arguments", f"nki.profile got unexpected options {extra}",
+                              f"pass only {', '.join(_PROFILE_FILE_OPTIONS)} (and target=)", location="")
+        return lambda k: _ProfileDecorator(k, target)
     from trnsim.perf.profile import profile as _profile
     k = _beta1(kernel)
     return _profile(k, *args, target=target or k.target or default_target(), numerics=numerics,

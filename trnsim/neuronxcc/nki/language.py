@@ -61,6 +61,18 @@ def shared_identity_matrix(n, dtype=uint8, **kwargs):
     return shared_constant(np.eye(n, dtype=_dt.storage_dtype(_dt.dtype_name(dtype))))
 
 
+def atomic_rmw(dst, value, op, *, mask=None):
+    """Beta 1 ``nl.atomic_rmw(dst, value, op)``: ``dst = op(dst, value)`` on HBM ``dst`` (often indexed by a tile of
+    row numbers, ``t[idx_tile, i_f]``), as one read-modify-write DMA; rows that name the same HBM row all land.
+    NKI 0.6 removed it: a read-modify-write DMA is ``nisa.dma_compute``."""
+    from trnsim.nki.isa.dma import _dma_copy_beta1
+    from trnsim.nki.context import as_view
+    if as_view(dst).tensor.buffer != "hbm":
+        raise KernelError("err_unsupported_memory", "nl.atomic_rmw updates an HBM tensor",
+                          "pass an HBM tensor (or an indirect access of one) as dst")
+    return _dma_copy_beta1(dst=dst, src=value, dst_rmw_op=op, mask=mask)
+
+
 def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
     raise KernelError("err_unsupported_api", "nl.loop_reduce is not supported by trnsim",
                       "accumulate explicitly with acc[...] = nl.add(acc, x) in a sequential_range loop")
@@ -74,4 +86,4 @@ def static_cast(x, dtype):
 
 
 __all__ = list(_nl_all) + ["par_dim", "mgrid", "arange", "loop_reduce", "static_cast", "fp32",
-                          "shared_identity_matrix"]
+                          "shared_identity_matrix", "atomic_rmw"]

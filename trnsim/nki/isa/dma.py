@@ -61,6 +61,20 @@ def _write_selected(d: View, vals: np.ndarray, keep: np.ndarray) -> None:
     t.data[sel] = vals[keep]
 
 
+def _rmw_rows_in_order(d: View, src: np.ndarray, op: str, keep: np.ndarray | None) -> None:
+    """Read-modify-write through a runtime row index that names some HBM row more than once: the rows are
+    applied one after another, so every update lands (an atomic RMW; a gathered read, one combine and a
+    scattered write would keep only the last of the duplicates)."""
+    t = d.tensor
+    idx = _index_arrays(d)
+    for p in range(d.shape[0]):
+        if keep is not None and not keep[p].any():
+            continue
+        sel = tuple(i[p] if isinstance(i, np.ndarray) else i for i in idx)
+        cur = np.asarray(t.data[sel], dtype=np.float32) if dt.is_float(t.dtype_name) else np.asarray(t.data[sel])
+        t.data[sel] = dt.cast(np.asarray(ALU[op](cur, src[p])), t.dtype_name)
+
+
 def _index_reads(*views) -> tuple:
     """The index tiles behind runtime-indexed views: the DMA reads them too (a dependency in the trace)."""
     out = []
@@ -187,11 +201,15 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
             m = mask_array(mask, tuple(d.shape)) if mask is not None else None
             if keep is not None:
                 m = keep if m is None else (m & keep)
-            vals = ALU[name](read(d), read(s).reshape(d.shape))
-            if keep is not None:
-                _write_selected(d, vals, m)
+            ind = getattr(d, "runtime_index", None)
+            if ind is not None and ind.values is not None and len(set(ind.values)) < len(ind.values):
+                _rmw_rows_in_order(d, read(s).reshape(d.shape), name, m)
             else:
-                write(d, vals, m)
+                vals = ALU[name](read(d), read(s).reshape(d.shape))
+                if keep is not None:
+                    _write_selected(d, vals, m)
+                else:
+                    write(d, vals, m)
         attrs = {"api": "dma_copy", "dst_rmw_op": name, "partitions": d.shape[0],
                  "bytes_per_partition": free_size(s.shape) * s.tensor.itemsize, "src": s.tensor.buffer,
                  "dst": d.tensor.buffer}

@@ -49,6 +49,8 @@ _REMOVED = {
     "static_cast": "convert on the host with numpy (x.astype(...)) or inside the kernel with nl.copy(x, dtype=...)",
     "iota": "fill index values with the instruction nisa.iota(dst, pattern, offset=0, channel_multiplier=0); "
             "nki.language has no iota",
+    "atomic_rmw": "a read-modify-write DMA into HBM is nisa.dma_compute(dst=..., srcs=[...], reduce_op=nl.add); "
+                  "gather or scatter its rows with .ap(..., vector_offset=idx, indirect_dim=0)",
 }
 
 

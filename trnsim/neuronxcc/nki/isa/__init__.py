@@ -68,5 +68,16 @@ def dma_transpose(src, axes=None, *args, dst=None, **kwargs):
     return dst
 
 
+def __getattr__(name: str):
+    if name == "tensor_copy_dynamic_src":
+        from trnsim.nki.rules import KernelError
+        raise KernelError("err_unsupported_api",
+                          f"nisa.{name} (Beta 1, Neuron 2.26 and earlier: a copy whose free-dimension index is read "
+                          "from SBUF at run time) is not simulated by trnsim",
+                          "write it in NKI 0.6: a view with a runtime index, src.ap(pattern, scalar_offset=offset_tile)"
+                          " or src.select(dim, offset_tile), copied with nisa.tensor_copy", location="")
+    raise AttributeError(f"module 'trnsim.neuronxcc.nki.isa' has no attribute {name!r}")
+
+
 __all__ = list(_isa_all) + ["tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
                             "constants"]
