@@ -337,19 +337,36 @@ def test_a_result_that_fits_once_its_operands_are_released_is_not_an_over_capaci
     np.testing.assert_array_equal(k(x, g, b), np.full((128, cols), 6.5, np.float32))
 
 
-def test_an_on_chip_read_past_the_tile_says_masks_cover_hbm_accesses_only():
+def _ragged_chunks(op_masked: bool):
     @bnki.jit
     def k(x):
         out = bnl.ndarray((128, 1000), dtype=np.float32, buffer=bnl.shared_hbm)
+        stats = bnl.ndarray((128, 12), dtype=np.float32)
         t = bnl.load(x)
         i_p, i_f = bnl.arange(128)[:, None], bnl.arange(512)[None, :]
         for j in bnl.affine_range(2):
-            e = bnl.exp(t[i_p, j * 512 + i_f], mask=(j * 512 + i_f < 1000))
-            bnl.store(out[i_p, j * 512 + i_f], e, mask=(j * 512 + i_f < 1000))
-        return out
+            inside = j * 512 + i_f < 1000
+            e = bnl.exp(t[i_p, j * 512 + i_f], mask=inside if op_masked else None)
+            bnl.store(out[i_p, j * 512 + i_f], e, mask=inside)
+            stats[i_p, j * 6 + bnl.arange(6)[None, :]] = bnisa.bn_stats(t[i_p, j * 512 + i_f], mask=inside,
+                                                                      dtype=np.float32)
+        mv = bnl.ndarray((128, 2), dtype=np.float32, buffer=bnl.shared_hbm)
+        bnl.store(mv, bnisa.bn_aggr(stats))
+        return out, mv
+    return k
+
+
+def test_a_mask_covers_a_ragged_on_chip_read_of_element_wise_instructions_and_bn_stats():
+    x = np.random.default_rng(2).standard_normal((128, 1000)).astype(np.float32)
+    out, mv = _ragged_chunks(True)(x)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(mv, np.stack([x.mean(1), x.var(1)], axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_an_unmasked_read_past_an_on_chip_tile_names_the_mask_rule():
     with pytest.raises(KernelError, match="err_tensor_access_out_of_bound") as exc:
-        k(np.ones((128, 1000), np.float32))
-    assert "not on on-chip reads" in exc.value.fix
+        _ragged_chunks(False)(np.ones((128, 1000), np.float32))
+    assert "mask=" in exc.value.fix and "reductions and matmuls do not" in exc.value.fix
 
 
 def test_the_profile_decorator_form_returns_the_simulated_profile():
@@ -366,3 +383,16 @@ def test_the_profile_decorator_form_returns_the_simulated_profile():
     assert prof.instructions_by_engine["scalar"] == 1 and prof.dma_transfers == 2   # exp; the load and the store
     with pytest.raises(KernelError, match="err_invalid_arguments"):
         bnki.profile(save_neff_name="f.neff", colour="red")
+
+
+def test_a_masked_reduction_still_refuses_a_read_past_the_tile():
+    # a reduction would fold the clamped edge values into its result: no mask makes that read valid
+    @bnki.jit
+    def k(x):
+        out = bnl.ndarray((128, 1), dtype=np.float32, buffer=bnl.shared_hbm)
+        t = bnl.load(x)
+        i_p, i_f = bnl.arange(128)[:, None], bnl.arange(512)[None, :]
+        bnl.store(out, bnl.sum(t[i_p, 512 + i_f], axis=1, mask=(512 + i_f < 1000)))
+        return out
+    with pytest.raises(KernelError, match="err_tensor_access_out_of_bound"):
+        k(np.ones((128, 1000), np.float32))

@@ -1262,9 +1262,10 @@ def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
     if DIALECT.beta1 and t.buffer == "hbm":   # the running kernel's dialect (set by the runtime for each launch)
         fix = "shrink the index range, or mask the ragged last tile with mask=(index < size)"
     elif DIALECT.beta1:
-        # trnsim applies mask= to HBM loads and stores; an on-chip access must stay inside its tile
-        fix = (f"index inside the tile (its dimension {dim} has {size} elements): trnsim honours mask= on HBM loads "
-               "and stores, not on on-chip reads; give the ragged last chunk its own, smaller nl.arange")
+        # an on-chip read may leave its tile only where the instruction's mask is false
+        fix = (f"index inside the tile (its dimension {dim} has {size} elements), or pass the instruction a mask= "
+               "that is false wherever the index leaves it (element-wise instructions and bn_stats honour it; "
+               "reductions and matmuls do not: give their ragged last chunk its own, smaller nl.arange)")
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
                f"lo : min(lo + tile, {size})")
@@ -1705,6 +1706,28 @@ def _affine_view(t: Tensor, entries: list, shape: tuple) -> View:
     view.ap_run = run
     view.runtime_index = None
     return view
+
+
+def clamped_view(view: View) -> View:
+    """``view`` with every index clamped into its tensor (same shape). For a Beta 1 read whose out-of-range elements
+    are all masked off (``common._check_onchip_bounds``): their values are read from the tile's edge and never
+    used."""
+    t = view.tensor
+    shape = tuple(view.shape)
+    if view.adv is not None:
+        parts = [np.broadcast_to(a.values() if isinstance(a, IndexExpr) else np.int64(a), shape) for a in view.adv]
+    else:
+        parts, vd, nd = [], 0, len(shape)
+        for r in view.ranges:
+            if r[0] == "i":
+                parts.append(np.full(shape, r[1], dtype=np.int64))
+                continue
+            shp = [1] * nd
+            shp[vd] = r[3]
+            parts.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3], dtype=np.int64)).reshape(shp), shape))
+            vd += 1
+    idx = tuple(np.clip(p, 0, n - 1) for p, n in zip(parts, t.shape))
+    return View(t, None, tuple(IndexExpr(len(shape), None, arr=np.ascontiguousarray(a)) for a in idx))
 
 
 def check_bounds(view: View, mask: np.ndarray | None) -> None:

@@ -65,7 +65,8 @@ def _activation(func, data, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
                 dst=None, api="activation", engine="scalar", reduce_cmd=None):
     ctx = current()
     name = op_name(func, "act")
-    v = tile_arg(data, api, "data")
+    # element-wise unless it reduces: then a Beta 1 mask may cover a ragged read (tile_arg)
+    v = tile_arg(data, api, "data", mask=mask if reduce_op is None and reduce_res is None else None)
     check_free_limit(v, api, "data")
     P = v.shape[0]
     reads = [v]

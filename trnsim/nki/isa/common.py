@@ -12,7 +12,7 @@ import numpy as np
 from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, check_assign_shape, current, read, write
 from trnsim.nki.rules import KernelError, fmt_shape
-from trnsim.nki.tensors import DIALECT, Broadcast, Tensor, View, check_bounds
+from trnsim.nki.tensors import DIALECT, Broadcast, Tensor, View, check_bounds, clamped_view, mask_array
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -20,8 +20,14 @@ def is_tile(x) -> bool:
     return isinstance(x, (Tensor, View, Broadcast))
 
 
-def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum")):
-    """Validate a tile operand: an NKI tile, in an allowed buffer, partition dim first."""
+def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"), mask=None):
+    """Validate a tile operand: an NKI tile, in an allowed buffer, partition dim first.
+
+    ``mask`` (Beta 1, element-wise instructions and bn_stats only): the instruction's ``mask=`` predicate. An on-chip
+    read that reaches past the tile is then allowed where the mask is false at every out-of-range element (a ragged
+    last chunk), and the operand comes back with those indices clamped into the tile: the instruction never uses
+    the values read there (element-wise results are written only where the mask is true; bn_stats counts only
+    masked-in elements)."""
     tx = type(x)
     if tx is View:
         v = x
@@ -52,17 +58,35 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"))
                           f"number of partitions {shape[0] if shape else 0} exceed architecture limitation of "
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
-    _check_onchip_bounds(base)
-    return v
+    clamped = _check_onchip_bounds(base, mask)
+    return clamped if clamped is not None and type(v) is View else v
 
 
-def _check_onchip_bounds(v) -> None:
+def _check_onchip_bounds(v, mask=None):
     """err_tensor_access_out_of_bound for an on-chip slice past the tile's end (HBM accesses are checked by the
-    DMA; full views, views the fast slicing path built and runtime-indexed views need no check)."""
+    DMA; full views, views the fast slicing path built and runtime-indexed views need no check). With a Beta 1
+    ``mask`` that is false wherever the slice leaves the tile, returns the slice with its indices clamped into the
+    tile (see tile_arg); otherwise None."""
     t = v.tensor
     if type(v) is View and t.buffer != "hbm" and (v.adv is not None or v.ranges is not t._full_ranges) \
             and v.runtime_index is None and not getattr(v, "inb", False):
-        check_bounds(v, None)
+        if mask is None or current().dialect != "beta1":
+            check_bounds(v, None)
+            return None
+        try:
+            check_bounds(v, None)
+            return None
+        except KernelError as exc:
+            first = exc
+        try:
+            m = mask_array(mask, tuple(v.shape))
+        except KernelError:
+            raise first from None
+        if m is None:
+            raise first
+        check_bounds(v, m)   # raises where an out-of-range element is masked in
+        return clamped_view(v)
+    return None
 
 
 def _pmax() -> int:

@@ -11,9 +11,9 @@ from trnsim.nki.isa.common import REQUIRED, refuse_gpsimd_psum, two_forms
 def _copy(src, dtype=None, mask=None, dst=None, eng="vector", api="tensor_copy"):
     ctx = current()
     if eng == "gpsimd":
-        v = tile_arg(src, api, "src", ("sbuf",))
+        v = tile_arg(src, api, "src", ("sbuf",), mask=mask)
     else:
-        v = tile_arg(src, api, "src")
+        v = tile_arg(src, api, "src", mask=mask)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
     if eng == "gpsimd":

@@ -21,8 +21,8 @@ def _tt(data1, data2, op, dtype=None, mask=None, dst=None, eng="vector", api="te
     """``eng_auto``: engine=unknown (the compiler picks; int32 arithmetic goes to GpSimd)."""
     ctx = current()
     name = op_name(op)
-    a = tile_arg(data1, api, "data1")
-    b = tile_arg(data2, api, "data2")
+    a = tile_arg(data1, api, "data1", mask=mask)   # (element-wise: a Beta 1 mask may cover a ragged read)
+    b = tile_arg(data2, api, "data2", mask=mask)
     if a.tensor.buffer == "psum" and b.tensor.buffer == "psum" and api == "tensor_tensor":
         raise KernelError("err_unsupported_memory",
                           "tensor_tensor cannot read both inputs from PSUM",
@@ -120,7 +120,7 @@ def _tensor_tensor_beta1(*args, op=None, dtype=None, mask=None, engine=None, **k
 def _ts(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, dtype=None, mask=None,
         dst=None, eng="vector", api="tensor_scalar"):
     ctx = current()
-    v = tile_arg(data, api, "data")
+    v = tile_arg(data, api, "data", mask=mask)   # (element-wise: a Beta 1 mask may cover a ragged read)
     check_free_limit(v, api, "data")
     P = v.shape[0]
     reads = [v]

@@ -153,7 +153,7 @@ def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
     the same of the odd-indexed ones (the nki.isa.bn_stats reference layout); bn_aggr combines them exactly.
     """
     ctx = current()
-    v = tile_arg(data, "bn_stats", "data")
+    v = tile_arg(data, "bn_stats", "data", mask=mask)
     lim = ctx.limits
     F = free_size(v.shape)
     if F > lim.bn_stats_fmax:
@@ -170,12 +170,17 @@ def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
         # (nki.isa.bn_stats); an empty half (one element per partition) is (0, 0, 0)
         x = read(v).reshape(P, -1).astype(np.float64)
         res = np.zeros((P, 6), dtype=np.float32)
-        for k, half in enumerate((x[:, 0::2], x[:, 1::2])):
-            n = half.shape[1]
-            if n:
-                res[:, 3 * k] = n
-                res[:, 3 * k + 1] = half.mean(axis=1)
-                res[:, 3 * k + 2] = half.var(axis=1) * n
+        m = mask_array(mask, tuple(v.shape)) if mask is not None else None
+        # Beta 1 mask=: the statistics of the masked-in elements only (a ragged last chunk), row by row
+        rows = [x] if m is None else [x[p:p + 1, m.reshape(P, -1)[p]] for p in range(P)]
+        for r0, xr in enumerate(rows):
+            sel = slice(None) if m is None else slice(r0, r0 + 1)
+            for k, half in enumerate((xr[:, 0::2], xr[:, 1::2])):
+                n = half.shape[1]
+                if n:
+                    res[sel, 3 * k] = n
+                    res[sel, 3 * k + 1] = half.mean(axis=1)
+                    res[sel, 3 * k + 2] = half.var(axis=1) * n
         store_result(ctx, dview, res, None)
     ctx.emit("bn_stats", "vector", (v,), (dview,), {}, 3 * F * P, 0, F, P)
     finish(ctx, out_t, res)
