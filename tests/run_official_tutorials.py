@@ -6,7 +6,8 @@ Usage::
 
 Each PATH is a checkout, or a bare git mirror, of aws-neuron/nki-samples (its ``src/nki_samples/tutorials``)
 or aws-neuron/aws-neuron-sdk (its ``nki/examples``, plus ``nki/deep-dives/src/mxfp-matmul``: the current NKI 0.6
-form of nki-samples' mxfp-matmul tutorial). Nothing is downloaded and no code of theirs is copied
+form of nki-samples' mxfp-matmul tutorial; from a bare mirror also the classic Beta 1 tutorials of
+``general/nki/examples`` at Neuron 2.26, rows of kind "sdk-beta1"). Nothing is downloaded and no code of theirs is copied
 into this repository: each tutorial directory is extracted to a temporary directory with only the import
 lines rewritten (``import nki`` -> ``import trnsim.nki as nki``, ``neuronxcc.nki`` -> ``trnsim.neuronxcc.nki``,
 ``torch_neuronx.nki_jit`` -> ``trnsim.nki.jit``), and every row runs in its own Python process (a tutorial
@@ -41,6 +42,10 @@ import numpy as np
 
 SAMPLES_DIR = "src/nki_samples/tutorials"
 SDK_DIR = "nki/examples"
+# the classic (Beta 1, neuronxcc.nki) tutorial kernels as the aws-neuron-sdk last published them: Neuron 2.26's
+# general/nki/examples, read from a bare mirror at that commit (rows of kind "sdk-beta1")
+BETA1_SDK_REV = "8a38e733"
+BETA1_SDK_DIR = "general/nki/examples"
 
 # ----------------------------------------------------------------------------------------------- sources
 
@@ -188,6 +193,24 @@ ROWS = [
               "nki_matmul_fully_optimized_")
 ] + [
     ("sdk", "fused_mamba", "mamba_nki_kernels.py", k, ("mamba", k)) for k in ("mamba_v1", "mamba_v2", "mamba_v3")
+] + [
+    ("sdk-beta1", ".", "getting_started_baremetal.py", "getting_started_baremetal (Beta 1)", ("main",)),
+    ("sdk-beta1", "tensor_addition", "spmd_tensor_addition_nki_kernels.py", "spmd_tensor_add (Beta 1)", ("main",)),
+    ("sdk-beta1", "tensor_addition", "spmd_multiple_nc_tensor_addition_nki_kernels.py",
+     "tensor_add nc(2) grid (Beta 1)", ("main",)),
+    ("sdk-beta1", "transpose2d", "transpose2d_nki_kernels.py", "transpose2d (Beta 1)", ("main",)),
+    ("sdk-beta1", "average_pool2d", "average_pool2d_nki_kernels.py", "average_pool2d (Beta 1)", ("main",)),
+    ("sdk-beta1", "rmsnorm", "rmsnorm_nki_kernels.py", "rmsnorm (Beta 1)", ("main",)),
+] + [
+    ("sdk-beta1", "layernorm", "layernorm_nki_kernel.py", f"{k} {r}x{c} (Beta 1)", ("layernorm", k, r, c))
+    for k in ("nki_layernorm_kernel_v1", "nki_layernorm_kernel_v2") for r, c in ((300, 1000), (4096, 8192))
+] + [
+    ("sdk-beta1", "matrix_multiplication", "matrix_multiplication_nki_kernels.py", k + " (Beta 1)", ("matmul", k))
+    for k in ("nki_matmul_basic_", "nki_matmul_tiled_", "nki_matmul_hoist_load_", "nki_matmul_block_free_dimension_",
+              "nki_matmul_fully_optimized_")
+] + [
+    ("sdk-beta1", "fused_mamba", "mamba_nki_kernels.py", k + " (Beta 1)", ("mamba", k))
+    for k in ("mamba_v1", "mamba_v2", "mamba_v3")
 ]
 
 
@@ -234,6 +257,19 @@ def _mamba_numpy(delta, u, A, B, C):
         h = dA[..., t] * h + dBu[..., t]
         out[..., t] = h
     return (C[:, None, :, :] * out).sum(axis=2)
+
+
+def drive_layernorm(mod, name, rows, cols):
+    """The tutorial's kernels against numpy's layer norm (its own main compares v1 with v1); 300 x 1000 is the size
+    its latency table uses, 4096 x 8192 the size its run command uses."""
+    rng = np.random.default_rng(0)
+    x = rng.random((rows, cols)).astype(np.float32)
+    g = rng.random(cols).astype(np.float32)
+    b = rng.random(cols).astype(np.float32)
+    out = mod[name](x, 1e-5, g, b)
+    x64 = x.astype(np.float64)
+    ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * g + b
+    return _close(out, ref, atol=1e-4, rtol=1e-4)
 
 
 def drive_mamba(mod, name):
@@ -413,6 +449,11 @@ def main(argv=None) -> int:
             print(f"skipped {p}: neither {SAMPLES_DIR} nor {SDK_DIR} found there")
             continue
         sources[s.kind] = s
+    if "sdk" in sources and sources["sdk"].bare:
+        old = Source(sources["sdk"].path, BETA1_SDK_REV)
+        if old.list(BETA1_SDK_DIR):
+            old.kind = "sdk-beta1"
+            sources["sdk-beta1"] = old
     if not sources:
         return 0
     rows = [(i, r) for i, r in enumerate(ROWS) if r[0] in sources
@@ -420,11 +461,11 @@ def main(argv=None) -> int:
     failed = stale = 0
     with tempfile.TemporaryDirectory(prefix="trnsim-official-") as tmp:
         dirs = {}
-        print(f"{'repo':8} {'file':52} {'kernel':40} {'result':6} {'s':>7}  detail")
+        print(f"{'repo':9} {'file':52} {'kernel':40} {'result':6} {'s':>7}  detail")
         for i, (kind, sub, fname, label, how) in rows:
             key = (kind, sub)
             if key not in dirs:
-                root = SAMPLES_DIR if kind == "samples" else SDK_DIR
+                root = {"samples": SAMPLES_DIR, "sdk": SDK_DIR, "sdk-beta1": BETA1_SDK_DIR}[kind]
                 under = sub[1:] if sub.startswith("/") else root if sub == "." else f"{root}/{sub}"
                 dirs[key] = os.path.join(tmp, kind, sub.strip("/").replace(".", "_top").replace("/", "_"))
                 extract(sources[kind], under, dirs[key])
@@ -442,7 +483,7 @@ def main(argv=None) -> int:
             stale += res["ok"] == "stale"
             rel = sub[1:] + "/" + fname if sub.startswith("/") else f"{sub}/{fname}" if sub != "." else fname
             status = "stale" if res["ok"] == "stale" else "pass" if res["ok"] else "FAIL"
-            print(f"{kind:8} {rel:52} {label:40} {status:6} {res['seconds']:7.1f}  {res['detail']}", flush=True)
+            print(f"{kind:9} {rel:52} {label:40} {status:6} {res['seconds']:7.1f}  {res['detail']}", flush=True)
     print(f"\n{len(rows) - failed - stale} of {len(rows)} rows pass, {failed} fail, {stale} stale (the file uses an "
           "API NKI 0.6 removed and trnsim refuses it with the documented error)")
     return 1 if failed else 0
