@@ -396,3 +396,104 @@ def test_a_masked_reduction_still_refuses_a_read_past_the_tile():
         return out
     with pytest.raises(KernelError, match="err_tensor_access_out_of_bound"):
         k(np.ones((128, 1000), np.float32))
+
+
+# ----------------------------------------------------------------------------- review of the above
+
+def test_a_masked_atomic_rmw_with_repeated_rows_changes_only_masked_in_elements():
+    @bnki.jit
+    def k(table, rows, vals):
+        out = bnl.ndarray(table.shape, dtype=table.dtype, buffer=bnl.shared_hbm)
+        bnl.store(out, bnl.load(table))
+        i_f = bnl.arange(8)[None, :]
+        bnl.atomic_rmw(out[bnl.load(rows), i_f], value=bnl.load(vals), op=np.add, mask=(i_f < 4))
+        return out
+    rows = np.array([[3], [5], [3], [0]], np.int32)
+    got = k(np.zeros((16, 8), np.float32), rows, np.ones((4, 8), np.float32))
+    want = np.zeros((16, 8), np.float32)
+    np.add.at(want[:, :4], rows[:, 0], 1.0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_bn_stats_leaves_a_masked_out_partition_as_it_was():
+    @bnki.jit
+    def k(x):
+        out = bnl.ndarray((128, 6), dtype=np.float32, buffer=bnl.shared_hbm)
+        t = bnl.load(x)
+        i_p, i_f = bnl.arange(128)[:, None], bnl.arange(64)[None, :]
+        st = bnisa.memset(shape=(128, 6), value=5.0, dtype=np.float32)
+        st[i_p, bnl.arange(6)[None, :]] = bnisa.bn_stats(t[i_p, i_f], mask=(i_p < 100), dtype=np.float32)
+        bnl.store(out, st)
+        return out
+    got = k(np.ones((128, 64), np.float32))
+    np.testing.assert_array_equal(got[:100], np.tile([32.0, 1.0, 0.0, 32.0, 1.0, 0.0], (100, 1)))
+    np.testing.assert_array_equal(got[100:], 5.0)
+
+
+def test_destination_first_calls_still_work_under_beta1():
+    @bnki.jit(target="trn2")
+    def k(a, p):
+        t = bnl.load(a)
+        r = bnisa.register_alloc()
+        bnisa.register_load(r, bnisa.memset(shape=(1, 1), value=3, dtype=np.int32))
+        d = bnl.ndarray((32, 32), dtype=a.dtype, buffer=bnl.sbuf)
+        bnisa.dma_transpose(d, t)                                   # NKI 0.6 order: dst, src
+        z = bnisa.memset(shape=(32, 32), value=0.0, dtype=a.dtype)
+        bnisa.tensor_copy_predicated(z, d, bnl.load(p))             # dst, src, predicate
+        m = bnl.ndarray((32, 8), dtype=a.dtype, buffer=bnl.sbuf)
+        bnisa.max8(m, t)                                            # dst, src
+        o1 = bnl.ndarray((32, 32), dtype=a.dtype, buffer=bnl.shared_hbm)
+        o2 = bnl.ndarray((32, 8), dtype=a.dtype, buffer=bnl.shared_hbm)
+        bnl.store(o1, z)
+        bnl.store(o2, m)
+        return o1, o2
+    a = rng.standard_normal((32, 32)).astype(np.float32)
+    pred = (a.T > 0).astype(np.uint8)
+    o1, o2 = k(a, pred)
+    np.testing.assert_array_equal(o1, np.where(pred == 1, a.T, 0.0))
+    np.testing.assert_array_equal(o2, -np.sort(-a, axis=1)[:, :8])
+
+
+def test_a_masked_ragged_read_can_be_broadcast():
+    @bnki.jit
+    def k(x, y):
+        out = bnl.ndarray((128, 4), dtype=np.float32, buffer=bnl.shared_hbm)
+        col, u = bnl.load(x), bnl.load(y)
+        i_p = bnl.arange(128)[:, None]
+        r = bnl.add(col[64 + i_p, bnl.arange(1)[None, :]].broadcast_to((128, 4)), u, mask=(64 + i_p < 128))
+        bnl.store(out[0:64, :], r[0:64, :])
+        return out
+    x = np.arange(128, dtype=np.float32).reshape(128, 1)
+    got = k(x, np.ones((128, 4), np.float32))
+    np.testing.assert_array_equal(got[:64], np.repeat(x[64:] + 1.0, 4, axis=1))
+
+
+def test_atomic_rmw_operands_must_be_tiles():
+    @bnki.jit
+    def k(t):
+        out = bnl.ndarray(t.shape, dtype=t.dtype, buffer=bnl.shared_hbm)
+        bnl.atomic_rmw(out, value=1.0, op=np.add)
+        return out
+    with pytest.raises(KernelError, match="err_expected_tile"):
+        k(np.zeros((4, 8), np.float32))
+
+
+def test_beta1_positional_optional_arguments_are_not_taken_for_a_destination():
+    # Beta 1 local_gather(src_buffer, index, num_elem_per_idx, num_valid_indices): four positional arguments, the
+    # third an int; NKI 0.6's local_gather(dst, src_buffer, index, ...) has a tile there
+    @bnki.jit(target="trn2")
+    def k(src, index):
+        s, i = bnl.load(src), bnl.load(index)
+        a = bnisa.local_gather(s, i, 1, 16)
+        b = bnisa.local_gather(src_buffer=s, index=i, num_elem_per_idx=1, num_valid_indices=16)
+        o1 = bnl.ndarray(a.shape, dtype=a.dtype, buffer=bnl.shared_hbm)
+        o2 = bnl.ndarray(b.shape, dtype=b.dtype, buffer=bnl.shared_hbm)
+        bnl.store(o1, a)
+        bnl.store(o2, b)
+        return o1, o2
+    src = rng.standard_normal((16, 32)).astype(np.float32)
+    index = np.random.default_rng(4).integers(0, 32, (16, 1)).astype(np.uint16)
+    a, b = k(src, index)
+    assert a.shape == (16, 16, 1)   # [partitions, valid indices, elements per index]
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a[0, :, 0], src[0, index[:, 0]])   # partition 0 gathers the group's 16 indices

@@ -67,6 +67,12 @@ def atomic_rmw(dst, value, op, *, mask=None):
     NKI 0.6 removed it: a read-modify-write DMA is ``nisa.dma_compute``."""
     from trnsim.nki.isa.dma import _dma_copy_beta1
     from trnsim.nki.context import as_view
+    from trnsim.nki.isa.common import is_tile
+    for v, arg in ((dst, "dst"), (value, "value")):
+        if not is_tile(v):
+            raise KernelError("err_expected_tile", f"operand '{arg}' of nl.atomic_rmw must be a tensor or tile, got "
+                              f"{type(v).__name__}", "pass an HBM tensor (or an indirect access of one) as dst and an "
+                              "SBUF tile as value")
     if as_view(dst).tensor.buffer != "hbm":
         raise KernelError("err_unsupported_memory", "nl.atomic_rmw updates an HBM tensor",
                           "pass an HBM tensor (or an indirect access of one) as dst")

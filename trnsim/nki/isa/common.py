@@ -59,7 +59,9 @@ def tile_arg(x, api: str, arg: str, buffers: tuple[str, ...] = ("sbuf", "psum"),
                           f"{lim}. (operand '{arg}' of '{api}', tile {fmt_shape(shape)}; {current().target})",
                           f"tile the partition dimension into chunks of at most {lim}")
     clamped = _check_onchip_bounds(base, mask)
-    return clamped if clamped is not None and type(v) is View else v
+    if clamped is None:
+        return v
+    return Broadcast(clamped, tuple(v.shape)) if type(v) is Broadcast else clamped
 
 
 def _check_onchip_bounds(v, mask=None):

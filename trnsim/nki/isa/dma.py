@@ -70,9 +70,10 @@ def _rmw_rows_in_order(d: View, src: np.ndarray, op: str, keep: np.ndarray | Non
     for p in range(d.shape[0]):
         if keep is not None and not keep[p].any():
             continue
-        sel = tuple(i[p] if isinstance(i, np.ndarray) else i for i in idx)
+        row = slice(None) if keep is None else keep[p]   # the element mask: only masked-in elements change
+        sel = tuple(i[p][row] if isinstance(i, np.ndarray) else i for i in idx)
         cur = np.asarray(t.data[sel], dtype=np.float32) if dt.is_float(t.dtype_name) else np.asarray(t.data[sel])
-        t.data[sel] = dt.cast(np.asarray(ALU[op](cur, src[p])), t.dtype_name)
+        t.data[sel] = dt.cast(np.asarray(ALU[op](cur, src[p][row])), t.dtype_name)
 
 
 def _index_reads(*views) -> tuple:
@@ -187,6 +188,12 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
                           "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none")
     if dst_rmw_op is not None:
         ctx = current()
+        for v, arg in ((dst, "dst"), (src, "src")):
+            if not isinstance(v, (Tensor, View, Broadcast)):
+                raise KernelError("err_expected_tile", f"operand '{arg}' of a read-modify-write DMA must be a tensor or "
+                                  f"tile, got {type(v).__name__}",
+                                  "pass an HBM tensor (or an indirect access of one) as dst and an SBUF tile as the "
+                                  "value")
         d, s = as_view(dst), as_view(src)
         name = op_name(dst_rmw_op)
         check_bounds(s, None)

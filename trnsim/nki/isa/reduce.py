@@ -181,7 +181,10 @@ def _bn_stats_beta1(data, *, dtype=None, mask=None, dst=None, **kw):
                     res[sel, 3 * k] = n
                     res[sel, 3 * k + 1] = half.mean(axis=1)
                     res[sel, 3 * k + 2] = half.var(axis=1) * n
-        store_result(ctx, dview, res, None)
+        # a partition the mask leaves out entirely keeps its old statistics (masked-off elements are not written)
+        rows_in = None if m is None else m.reshape(P, -1).any(axis=1)
+        store_result(ctx, dview, res, None if rows_in is None or rows_in.all() else
+                     np.broadcast_to(rows_in[:, None], (P, 6)).reshape(dview.shape))
     ctx.emit("bn_stats", "vector", (v,), (dview,), {}, 3 * F * P, 0, F, P)
     finish(ctx, out_t, res)
     return result_of(dst, out_t, dview)
