@@ -148,6 +148,7 @@ def test_beta1_store_of_a_number_fills_the_hbm_tensor_and_nki06_asks_for_a_tile(
         bnl.store(out, 7)
         return out
     np.testing.assert_array_equal(k(np.zeros((8, 16), np.float32)), np.full((8, 16), 7, np.float32))
+    np.testing.assert_array_equal(k(np.zeros((300, 16), np.float32)), np.full((300, 16), 7, np.float32))
 
     @nki.jit
     def k06(a):

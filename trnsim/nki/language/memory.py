@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import builtins
+
+import numpy as np
 from weakref import ref as _weakref
 
 
@@ -105,11 +107,23 @@ def store(dst, value, *, mask=None, **kwargs) -> None:
                           f"'{d.tensor.buffer}' instead.",
                           "nl.store writes HBM tensors; use dst[...] = value or nl.copy for on-chip copies")
     if not isinstance(value, (Tensor, View, Broadcast)):
-        if current().dialect == "beta1" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            # Beta 1 stored a number as a fill of the HBM region ("effectively a memset"): an SBUF tile of that
-            # value (a memset) moved by one DMA, as the compiler lowered it
+        if current().dialect == "beta1" and isinstance(value, (int, float, np.integer, np.floating)) and \
+                not isinstance(value, (bool, np.bool_)):
+            # Beta 1 stored a number as a fill of the HBM region ("effectively a memset"): SBUF tiles of that value
+            # (memsets), at most pmax rows each, moved by DMA, as the compiler lowered it
             from trnsim.nki.language.creation import full
-            value = full(tuple(d.shape), value, dtype=d.tensor.dtype_name, buffer="sbuf")
+            shape = tuple(d.shape) if len(d.shape) >= 2 else (tuple(d.shape) or (1,)) + (1,)
+            pmax = current().limits.pmax
+            if mask is not None and shape[0] > pmax:
+                raise KernelError("err_unsupported_mask", f"nl.store of a number with mask= into {fmt_shape(shape)}: "
+                                  f"the fill is made in tiles of at most {pmax} rows",
+                                  "store masked tiles of at most 128 rows, or drop mask=")
+            for p0 in range(0, shape[0], pmax):
+                rows = builtins.min(pmax, shape[0] - p0)
+                part = d if shape[0] <= pmax else d[p0:p0 + rows]
+                _dmam._dma(part, as_view(full((rows,) + shape[1:], value, dtype=d.tensor.dtype_name,
+                                              buffer="sbuf")), mask, "store")
+            return None
         else:
             raise KernelError("err_expected_tile", f"nl.store value must be a tile, got {type(value).__name__}",
                               "store an SBUF tile (to fill an HBM tensor with a number, store an nl.full tile)")
