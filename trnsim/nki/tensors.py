@@ -888,23 +888,26 @@ class View(NkiTensorMethods):
         view.runtime_index = ind
         return view
 
+    def _tensor_indices(self) -> list[np.ndarray]:
+        """One int64 array of ``self.shape`` per tensor dimension: the tensor index of every element of this view."""
+        if self.adv is not None:
+            return [np.broadcast_to(a.values() if isinstance(a, IndexExpr) else np.int64(a), self.shape)
+                    for a in self.adv]
+        parts, vd, nd = [], 0, len(self.shape)
+        for r in self.ranges:
+            if r[0] == "i":
+                parts.append(np.full(self.shape, r[1], dtype=np.int64))
+                continue
+            shp = [1] * nd
+            shp[vd] = r[3]
+            parts.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3], dtype=np.int64)).reshape(shp), self.shape))
+            vd += 1
+        return parts
+
     def _element_index(self) -> np.ndarray:
         """Row-major flat index into the tensor of every element of this view (an int64 array of ``self.shape``)."""
         t = self.tensor
-        if self.adv is not None:
-            parts = [np.broadcast_to(a.values() if isinstance(a, IndexExpr) else np.int64(a), self.shape)
-                     for a in self.adv]
-        else:
-            parts, vd, nd = [], 0, len(self.shape)
-            for r in self.ranges:
-                if r[0] == "i":
-                    parts.append(np.full(self.shape, r[1], dtype=np.int64))
-                    continue
-                shp = [1] * nd
-                shp[vd] = r[3]
-                parts.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3], dtype=np.int64)).reshape(shp),
-                                             self.shape))
-                vd += 1
+        parts = self._tensor_indices()
         return np.ravel_multi_index(tuple(parts), t.shape) if t.shape else np.zeros(self.shape, np.int64)
 
     def _reordered(self, flat: np.ndarray, keep_index: bool) -> "View":
@@ -1713,21 +1716,8 @@ def clamped_view(view: View) -> View:
     are all masked off (``common._check_onchip_bounds``): their values are read from the tile's edge and never
     used."""
     t = view.tensor
-    shape = tuple(view.shape)
-    if view.adv is not None:
-        parts = [np.broadcast_to(a.values() if isinstance(a, IndexExpr) else np.int64(a), shape) for a in view.adv]
-    else:
-        parts, vd, nd = [], 0, len(shape)
-        for r in view.ranges:
-            if r[0] == "i":
-                parts.append(np.full(shape, r[1], dtype=np.int64))
-                continue
-            shp = [1] * nd
-            shp[vd] = r[3]
-            parts.append(np.broadcast_to((r[1] + r[2] * np.arange(r[3], dtype=np.int64)).reshape(shp), shape))
-            vd += 1
-    idx = tuple(np.clip(p, 0, n - 1) for p, n in zip(parts, t.shape))
-    return View(t, None, tuple(IndexExpr(len(shape), None, arr=np.ascontiguousarray(a)) for a in idx))
+    idx = tuple(np.clip(p, 0, n - 1) for p, n in zip(view._tensor_indices(), t.shape))
+    return View(t, None, tuple(IndexExpr(len(view.shape), None, arr=np.ascontiguousarray(a)) for a in idx))
 
 
 def check_bounds(view: View, mask: np.ndarray | None) -> None:

@@ -72,13 +72,12 @@ def _check_onchip_bounds(v, mask=None):
     t = v.tensor
     if type(v) is View and t.buffer != "hbm" and (v.adv is not None or v.ranges is not t._full_ranges) \
             and v.runtime_index is None and not getattr(v, "inb", False):
-        if mask is None or current().dialect != "beta1":
-            check_bounds(v, None)
-            return None
         try:
             check_bounds(v, None)
             return None
         except KernelError as exc:
+            if mask is None or current().dialect != "beta1":
+                raise
             first = exc
         try:
             m = mask_array(mask, tuple(v.shape))

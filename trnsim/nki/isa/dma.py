@@ -25,6 +25,15 @@ def check_oob_mode(oob_mode, api: str) -> None:
                           "pass nisa.oob_mode.error or nisa.oob_mode.skip")
 
 
+def check_hwdge_target(dge_mode, api: str,
+                       fix: str = "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none") -> None:
+    """err_unsupported_dge_mode: hardware DGE (``dge_mode=hwdge``) exists on NeuronCore-v3 and newer only."""
+    ctx = current()
+    if dge_mode == "hwdge" and ctx.limits.neuroncore_version == "NC-v2":
+        raise KernelError("err_unsupported_dge_mode",
+                          f"{api}(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer", fix)
+
+
 def _oob_rows_mask(d: View, s: View, oob_mode: str, api: str) -> np.ndarray | None:
     """Runtime-indexed accesses (View.runtime_index): rows whose index leaves the tensor raise with
     ``oob_mode="error"`` (the default) and are skipped with ``oob_mode="skip"`` (nki.isa dma_copy). Returns the
@@ -182,10 +191,7 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
         raise KernelError("err_invalid_arguments", "dma_copy needs both dst= and src=",
                           "call nisa.dma_copy(dst=tile, src=tensor)")
     oob_mode = "error" if oob_mode is None else oob_mode
-    if dge_mode == "hwdge" and current().limits.neuroncore_version == "NC-v2":
-        raise KernelError("err_unsupported_dge_mode",
-                          f"dma_copy(dge_mode=hwdge) on {current().target}: hardware DGE needs NeuronCore-v3 or newer",
-                          "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none")
+    check_hwdge_target(dge_mode, "dma_copy")
     if dst_rmw_op is not None:
         ctx = current()
         for v, arg in ((dst, "dst"), (src, "src")):
@@ -235,10 +241,7 @@ def _dma_copy_06(dst, src, priority, oob_mode, dge_mode, engine, name):
     scatters rows; ``oob_mode`` says what an out-of-range index does ("error" or "skip")."""
     ctx = current()
     nc = ctx.limits.neuroncore_version
-    if dge_mode == "hwdge" and nc == "NC-v2":
-        raise KernelError("err_unsupported_dge_mode",
-                          f"dma_copy(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer",
-                          "drop dge_mode= (the compiler picks) or use nisa.dge_mode.swdge / none")
+    check_hwdge_target(dge_mode, "dma_copy")
     if engine not in (None, "unknown") and dge_mode != "hwdge":
         raise KernelError("err_invalid_arguments",
                           f"dma_copy(engine={engine}) names the engine that generates hardware-DGE descriptors; it is "

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
-from trnsim.nki.isa.dma import _index_reads, _oob_rows_mask, _write_selected, check_oob_mode
+from trnsim.nki.isa.dma import _index_reads, _oob_rows_mask, _write_selected, check_hwdge_target, check_oob_mode
 from trnsim.nki.isa.common import finish, free_size
 from trnsim.nki.isa.enums import dge_mode as _dge, oob_mode as _oob
 from trnsim.nki.isa.ops import op_name
@@ -91,10 +91,7 @@ def dma_transpose(dst, src, axes=None, priority=None, dge_mode=_dge.unknown, oob
         if priority not in (0, 1, 2, 3):
             raise KernelError("err_invalid_arguments", f"priority={priority} must be 0..3 (0 highest)",
                               "pass 0, 1, 2 or 3")
-    if dge_mode == _dge.hwdge and ctx.limits.neuroncore_version == "NC-v2":
-        raise KernelError("err_unsupported_dge_mode",
-                          f"{api}(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer",
-                          "drop dge_mode= (the compiler picks) or target trn2 / trn3")
+    check_hwdge_target(dge_mode, api, "drop dge_mode= (the compiler picks) or target trn2 / trn3")
     if dge_mode == _dge.hwdge:
         ok0 = s.shape[0] == 16 if nd == 2 else (s.shape[0] in (1, 2, 4, 8, 16) and s.shape[0] * s.shape[-2] % 16 == 0)
         if not ok0 or s.shape[-1] > 128 or s.tensor.itemsize != 2:
