@@ -29,10 +29,11 @@ def no_reorder() -> NoReorderBlock:
     return NoReorderBlock()
 
 
-def skip_middle_end_transformations(kernel: Callable) -> Callable:
-    """Decorator: ask the compiler to keep the kernel as written (recorded in ``Trace.directives``)."""
+def _set_directive(kernel: Callable, key: str, value=True) -> Callable:
+    """Record a kernel-level directive on ``kernel`` (an ``@nki.jit`` Kernel or a function); it reaches
+    ``Trace.directives`` when the kernel runs. Returns ``kernel``."""
     directives = dict(getattr(kernel, "_nki_directives", None) or {})
-    directives["skip_middle_end_transformations"] = True
+    directives[key] = value
     inner = getattr(kernel, "func", None)      # an @nki.jit Kernel: the directives travel with its function
     if inner is not None:
         inner._nki_directives = directives
@@ -41,6 +42,11 @@ def skip_middle_end_transformations(kernel: Callable) -> Callable:
     except AttributeError:  # pragma: no cover - objects without a __dict__
         pass
     return kernel
+
+
+def skip_middle_end_transformations(kernel: Callable) -> Callable:
+    """Decorator: ask the compiler to keep the kernel as written (recorded in ``Trace.directives``)."""
+    return _set_directive(kernel, "skip_middle_end_transformations")
 
 
 def _tuple(v, name: str) -> tuple:

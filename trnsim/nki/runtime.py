@@ -183,6 +183,13 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
     ctx = Context(name or getattr(func, "__name__", "kernel"), target, numerics, grid)
     ctx.dialect = dialect
     ctx.directives = dict(getattr(func, "_nki_directives", None) or {})
+    if ctx.directives.get("enable_stack_allocator") and not ctx.directives.get("skip_middle_end_transformations"):
+        # nki.compiler.enable_stack_allocator (Beta 1): "Must use together with skip_middle_end_transformations"
+        raise KernelError("err_invalid_directive", f"kernel {getattr(func, '__name__', 'kernel')} uses "
+                          "enable_stack_allocator without skip_middle_end_transformations; the stack allocator "
+                          "must be used together with it", "decorate the kernel with both: "
+                          "@nki.compiler.enable_stack_allocator above @nki.compiler.skip_middle_end_transformations "
+                          "above @nki.jit", location="")
     ctx.lnc = int(lnc)
     if ctx.lnc > 1 and ctx.limits.neuroncore_version == "NC-v2":
         raise KernelError("err_invalid_lnc", f"an LNC={ctx.lnc} launch needs a logical NeuronCore of {ctx.lnc} "

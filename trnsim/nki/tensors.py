@@ -1267,8 +1267,8 @@ def _oob(t: Tensor, dim: int, lo: int, hi: int, size: int) -> KernelError:
     elif DIALECT.beta1:
         # an on-chip read may leave its tile only where the instruction's mask is false
         fix = (f"index inside the tile (its dimension {dim} has {size} elements), or pass the instruction a mask= "
-               "that is false wherever the index leaves it (element-wise instructions and bn_stats honour it; "
-               "reductions and matmuls do not: give their ragged last chunk its own, smaller nl.arange)")
+               "that is false wherever the index leaves it (element-wise instructions, reductions and bn_stats "
+               "honour it; matmuls do not: give their ragged last chunk its own, smaller nl.arange)")
     else:   # NKI 0.6 has no masks (removed in 0.2): the last tile's slice stops at the tensor's end
         fix = (f"shrink the index range: clip the ragged last tile's slice with min(), "
                f"lo : min(lo + tile, {size})")
@@ -1326,6 +1326,8 @@ def _fast_view(t: Tensor, key: tuple, any_ints: bool = True) -> View | None:
     hbm = t.buffer == "hbm"
     if not any_ints and len(vshape) < len(ranges) and (not hbm or not vshape):
         return None
+    if len(vshape) == 1 and len(ranges) > 1 and not hbm and DIALECT.beta1:
+        return None   # Beta 1 keeps a unit free dim on chip (_beta1_keep_free_dim): the general path
     # on chip the partition dim must be the first non-integer dim (as View.__init__)
     return _basic_view(t, tuple(ranges), tuple(vshape), True if hbm or first_range < 0 else first_range == t.pdim)
 
@@ -1420,30 +1422,45 @@ def _int_rules_06(key: tuple, shape: tuple, onchip: bool, pfirst: bool = True) -
 def _beta1_indirect_rows(view: View, key: tuple) -> View:
     """Beta 1 indirect DMA addressing, ``hbm[idx_tile, i_f]``: row ``p`` of the access is row ``idx_tile[p, 0]`` of
     the HBM tensor (an SBUF integer tile of shape [P, 1] gives the row of each partition), the other indices select
-    the same columns of every row. The NKI 0.6 form is ``hbm.ap([[row_size, P], [1, F]], vector_offset=idx_tile,
-    indirect_dim=0)``; this builds the same runtime-indexed view, so ``oob_mode`` and ``dst_rmw_op`` apply."""
+    the same columns of every row. Integer indices may come first (``hbm[b, idx_tile, i_f]``: the rows of batch
+    ``b``); the index tile then picks along the dimension it stands at. The NKI 0.6 form is
+    ``hbm.ap([[row_size, P], [1, F]], offset=..., vector_offset=idx_tile, indirect_dim=d)``; this builds the same
+    runtime-indexed view, so ``oob_mode`` and ``dst_rmw_op`` apply. A row index outside that dimension is out of
+    bounds (it is not allowed to reach into the next batch)."""
     t = view.tensor
     if view.ranges is not t._full_ranges or view.adv is not None:
         raise KernelError("err_unsupported_index", f"an index tile on {view!r}, a part of HBM tensor "
                           f"`{t.name or 'tensor'}`{fmt_shape(t.shape)}: indirect rows index the whole tensor",
                           f"index the tensor itself: {t.name or 'tensor'}[idx_tile, i_f]")
-    rest = key[1:]
-    if len(rest) != len(t.shape) - 1:
+    d = next(k for k, x in enumerate(key) if isinstance(x, (Tensor, View)))
+    lead, rest = key[:d], key[d + 1:]
+    if any(isinstance(x, (Tensor, View)) for x in rest) or \
+            not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in lead):
+        raise KernelError("err_unsupported_index", f"an indirect access of HBM tensor {fmt_shape(t.shape)} takes one "
+                          "index tile, after integer indices only (hbm[idx_tile, i_f] or hbm[b, idx_tile, i_f])",
+                          "index with integers, then the [P, 1] index tile, then nl.arange / slices for the rest")
+    if len(key) != len(t.shape):
         raise KernelError("err_unsupported_index", f"an indirect access of HBM tensor {fmt_shape(t.shape)} needs "
-                          f"{len(t.shape)} indices (the index tile for the rows, then one per other dimension), got "
+                          f"{len(t.shape)} indices (the index tile for the rows, one per other dimension), got "
                           f"{len(key)}", "write tensor[idx_tile, i_f] with i_f = nl.arange(n)[None, :]")
-    rows = _index_tile(key[0], "the row index of an indirect access", lambda sh: len(sh) == 2 and sh[1] == 1,
+    rows = _index_tile(key[d], "the row index of an indirect access", lambda sh: len(sh) == 2 and sh[1] == 1,
                        "an SBUF integer tile of shape [P, 1], one row index per partition")
     first = IndexExpr(2, None, arr=np.zeros((1, 1), dtype=np.int64)) \
         if any(isinstance(k, IndexExpr) for k in rest) else slice(0, 1)
-    static = _index(view, (first,) + tuple(rest))   # the columns, on row 0
+    static = _index(view, tuple(lead) + (first,) + tuple(rest))   # the columns, on row 0 (of the leading indices)
     cols = static._element_index()
     if cols.ndim < 2 or cols.shape[0] != 1:
         raise KernelError("err_unsupported_index", f"the column indices of an indirect access give the shape "
                           f"{fmt_shape(cols.shape)}; they must not depend on the partition",
                           "index the free dimensions with nl.arange(n)[None, :] (or a slice)")
-    flat = np.broadcast_to(cols, (rows.shape[0],) + cols.shape[1:]).copy()
-    flat, ind = _add_runtime_offset(t, flat, math.prod(t.shape), None, rows, 0)
+    flat0 = np.broadcast_to(cols, (rows.shape[0],) + cols.shape[1:]).copy()
+    flat, ind = _add_runtime_offset(t, flat0.copy(), math.prod(t.shape), None, rows, d)
+    if d > 0 and ind.values is not None:
+        vals = np.asarray(ind.values[:rows.shape[0]])
+        bad = (vals < 0) | (vals >= t.shape[d])
+        if bad.any():   # outside dimension d (still inside the tensor): addressed at the static offset, as above
+            flat[bad] = flat0[bad]
+            ind.oob_rows = tuple(sorted(set(ind.oob_rows) | {int(r) for r in np.flatnonzero(bad)}))
     idx = np.unravel_index(flat, t.shape)
     out = View(t, None, tuple(IndexExpr(a.ndim, None, arr=a) for a in idx))
     c = cols.reshape(-1)
@@ -1459,7 +1476,7 @@ def _index(view: View, key) -> View:
         key = (key,)
     if not DIALECT.beta1:
         key = _int_rules_06(key, view.shape, t.buffer != "hbm", view.pfirst)
-    elif key and isinstance(key[0], (Tensor, View)) and t.buffer == "hbm":
+    elif t.buffer == "hbm" and any(isinstance(k, (Tensor, View)) for k in key):
         return _beta1_indirect_rows(view, key)
     if view.ranges is t._full_ranges and len(key) == len(t.shape):
         v = _fast_view(t, key)
@@ -1527,6 +1544,8 @@ def _index(view: View, key) -> View:
                               "index with ints, slices, nl.ds(start, size), or nl.arange / nl.mgrid expressions")
     if not adv:
         ranges = tuple(out)
+        if DIALECT.beta1 and t.buffer != "hbm":
+            ranges = _beta1_keep_free_dim(t, ranges)
         if not DIALECT.beta1 and t.buffer != "hbm":
             r = ranges[t.pdim]
             if r[0] == "r":
@@ -1555,6 +1574,23 @@ def _index(view: View, key) -> View:
         # bounds are checked at the API call (masks may cover out-of-range elements)
         return View(t, ranges, None)
     return View(t, None, tuple(entries))
+
+
+def _beta1_keep_free_dim(t: Tensor, ranges: tuple) -> tuple:
+    """Beta 1: an on-chip access is at least 2-D, [partitions, free] ("NKI expects tile indices to have at least two
+    dimensions to match the underlying memory", nki.errors err_1d_arange_not_supported; the fused_mamba tutorial's
+    ``scan_i[0:C, i]`` is a tile "of shape [C, 1]"). When integer indices leave only the partition dimension, the
+    last integer-indexed free dimension stays, with one element: ``buf[:, 1]`` of a [128, 4] tile is [128, 1]."""
+    kept = [k for k, r in enumerate(ranges) if r[0] == "r"]
+    if len(kept) != 1 or kept[0] != t.pdim:
+        return ranges
+    free_ints = [k for k, r in enumerate(ranges) if r[0] == "i" and k > t.pdim]
+    if not free_ints:
+        return ranges
+    k = free_ints[-1]
+    out = list(ranges)
+    out[k] = ("r", ranges[k][1], 1, 1)
+    return tuple(out)
 
 
 def _index_reordered(view: View, key) -> View:

@@ -23,6 +23,7 @@ from trnsim.neuronxcc.nki import isa, language, typing  # noqa: F401
 from trnsim.nki.rules import TARGETS, KernelError, limits_for  # noqa: F401
 from trnsim.nki.runtime import Kernel, as_kernel, platform_target, run_kernel
 from trnsim.nki.trace import Allocation, Instruction, Operand, Region, Trace  # noqa: F401
+from trnsim.nki.language.types import NkiTensor as tensor  # Beta 1 ``nki.tensor``: the tensor type (annotations, isinstance)
 
 DIALECT = "beta1"
 BETA1_DEFAULT_TARGET = "trn1"
@@ -164,7 +165,7 @@ def benchmark(kernel=None, **kwargs):
     return lambda k: _benchmark(_beta1(k), **kwargs)
 
 
-__all__ = ["jit", "trace", "simulate_kernel", "trace_kernel", "profile", "benchmark", "baremetal", "Kernel", "KernelError",
+__all__ = ["tensor", "jit", "trace", "simulate_kernel", "trace_kernel", "profile", "benchmark", "baremetal", "Kernel", "KernelError",
            "Trace", "Instruction", "Operand", "Region", "Allocation", "isa", "language", "typing",
            "default_target", "limits_for"]
 from trnsim.neuronxcc.nki import compiler  # noqa: F401,E402

@@ -34,17 +34,22 @@ def check_hwdge_target(dge_mode, api: str,
                           f"{api}(dge_mode=hwdge) on {ctx.target}: hardware DGE needs NeuronCore-v3 or newer", fix)
 
 
-def _oob_rows_mask(d: View, s: View, oob_mode: str, api: str) -> np.ndarray | None:
+def _oob_rows_mask(d: View, s: View, oob_mode: str, api: str, mask: np.ndarray | None = None) -> np.ndarray | None:
     """Runtime-indexed accesses (View.runtime_index): rows whose index leaves the tensor raise with
     ``oob_mode="error"`` (the default) and are skipped with ``oob_mode="skip"`` (nki.isa dma_copy). Returns the
-    rows to copy as a boolean mask over ``d.shape`` (None: copy everything)."""
+    rows to copy as a boolean mask over ``d.shape`` (None: copy everything). ``mask`` (Beta 1 ``mask=``, over
+    ``d.shape``): a row it masks off entirely is not accessed, so its index is not checked."""
     check_oob_mode(oob_mode, api)
+    off: set[int] = set()
+    if mask is not None and len(d.shape) > 0:
+        m2 = np.broadcast_to(mask, d.shape).reshape(d.shape[0], -1)
+        off = {int(r) for r in np.flatnonzero(~m2.any(axis=1))}
     bad: set[int] = set()
     for v, arg in ((s, "src"), (d, "dst")):
         ind = getattr(v, "runtime_index", None)
         if ind is None or not ind.oob_rows:
             continue
-        if oob_mode == "error":
+        if oob_mode == "error" and not set(ind.oob_rows) <= off:
             t = v.tensor
             raise KernelError("err_tensor_access_out_of_bound",
                               f"'{api}' {'reads' if arg == 'src' else 'writes'} outside `{t.name or 'tensor'}`"
@@ -138,8 +143,8 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "err
                               "index the destination to the source's shape, or reshape the HBM tensor explicitly "
                               "(t.reshape(...))")
         check_assign_shape(d, ss, api)
-    keep = _oob_rows_mask(d, s, oob_mode, api) if (getattr(s, "runtime_index", None) is not None
-                                                   or getattr(d, "runtime_index", None) is not None) else None
+    keep = _oob_rows_mask(d, s, oob_mode, api, m) if (getattr(s, "runtime_index", None) is not None
+                                                      or getattr(d, "runtime_index", None) is not None) else None
     if keep is not None:
         m = keep if m is None else (m & keep)
     if ctx.numerics:

@@ -18,11 +18,49 @@ from trnsim.nki.tensors import mask_array
 from trnsim.nki.isa.common import REQUIRED, bit_pattern, reduce_res_view, two_forms
 
 
+# the value a masked-off input element takes so that it does not change the reduction (mean / var skip it)
+_IDENTITY = {"add": 0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1, "logical_and": 1,
+             "logical_or": 0, "logical_xor": 0, "bitwise_and": -1, "bitwise_or": 0, "bitwise_xor": 0}
+
+
+def _int_identity(name: str, dtype: np.dtype):
+    """_IDENTITY in an integer storage dtype (infinities become its limits, all-ones its bit pattern)."""
+    info = np.iinfo(dtype)
+    v = _IDENTITY[name]
+    if v == -np.inf:
+        return dtype.type(info.min)
+    if v == np.inf:
+        return dtype.type(info.max)
+    if v == -1:
+        return dtype.type(info.max if info.min == 0 else -1)
+    return dtype.type(v)
+
+
+def _input_mask(mask, in_shape: tuple, axes: list, keepdims: bool, out_shape: tuple, name: str, api: str):
+    """Beta 1 ``mask=`` of a reduction: (input mask, output write mask). The mask's index expressions name "which
+    range of indices along one of the input tile axes should be valid" (NKI API Masking), so a mask over the input
+    tile keeps masked-off elements out of the reduction and leaves output rows with no masked-in element
+    unwritten. A mask that only fits the output tile masks the write (None, mask)."""
+    if mask is None:
+        return None, None
+    try:
+        m_in = mask_array(mask, in_shape)
+    except KernelError:
+        return None, mask_array(mask, out_shape)
+    if m_in is None:
+        return None, None
+    if name not in _IDENTITY and name not in ("mean", "var"):
+        raise KernelError("err_unsupported_expression_in_mask", f"'{api}' with op {name} cannot mask input elements",
+                          "slice the tile to the valid region instead, or reduce with add / maximum / minimum")
+    m_out = m_in.any(axis=tuple(axes), keepdims=keepdims).reshape(out_shape)
+    return m_in, (None if m_out.all() else m_out)
+
+
 def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False, dst=None, api="tensor_reduce",
             name_override=None, strict=True):
     ctx = current()
     name = name_override or op_name(op, "reduce")
-    v = tile_arg(data, api, "data")
+    v = tile_arg(data, api, "data", mask=mask)
     nd = len(v.shape)
     try:
         axes = [operator.index(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
@@ -71,14 +109,34 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
                           f"'{api}' with the bitvec operator {name} cannot negate: negate applies to arithmetic "
                           "operators only", "drop negate=True, or reduce with an arithmetic operator (nl.add, ...)")
     res = None
+    in_mask, out_mask = _input_mask(mask, tuple(v.shape), axes, keepdims, shape, name, api)
     if ctx.numerics and int_bits:
-        r = REDUCE[name](read(v, raw=True), axis=tuple(axes), keepdims=keepdims)
+        x = read(v, raw=True)
+        if in_mask is not None:
+            x = np.where(in_mask, x, _int_identity(name, x.dtype))
+        r = REDUCE[name](x, axis=tuple(axes), keepdims=keepdims)
         res = bit_pattern(np.asarray(r).reshape(shape), dview)
-        store_result(ctx, dview, res, mask_array(mask, shape))
+        store_result(ctx, dview, res, out_mask)
     elif ctx.numerics:
         x = read(v)
+        if in_mask is not None:
+            if name == "mean":
+                x = np.where(in_mask, x, np.nan)
+                name_ = "nanmean"
+            elif name == "var":
+                x = np.where(in_mask, x, np.nan)
+                name_ = "nanvar"
+            else:
+                x = np.where(in_mask, x, np.float32(_IDENTITY[name]))
+                name_ = name
+        else:
+            name_ = name
         with np.errstate(all="ignore"):
-            if name in REDUCE:
+            if name_ == "nanmean":
+                r = np.nanmean(x, axis=tuple(axes), keepdims=keepdims)
+            elif name_ == "nanvar":
+                r = np.nanvar(x, axis=tuple(axes), keepdims=keepdims)
+            elif name in REDUCE:
                 r = REDUCE[name](x, axis=tuple(axes), keepdims=keepdims)
             elif name == "mean":
                 r = np.mean(x, axis=tuple(axes), keepdims=keepdims)
@@ -89,7 +147,7 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
         res = np.asarray(r, dtype=np.float32).reshape(shape)
         if negate:
             res = -res
-        store_result(ctx, dview, res, mask_array(mask, shape))
+        store_result(ctx, dview, res, out_mask)
     n = free_size(v.shape)
     ctx.emit("tensor_reduce", "vector", (v,), (dview,), {"op": name, "axis": tuple(axes), "negate": bool(negate)},
              n * v.shape[0], 0, n, v.shape[0])
@@ -126,9 +184,9 @@ def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, r
     check_free_limit(v, api, "data")
     P = v.shape[0]
     reads = [v]
-    n0 = op_name(op0)
+    n0 = alu_name(op0)   # an arithmetic unary op (nl.abs, ...) is an ALU operator too (its operand is unused)
     rname = op_name(reduce_op, "reduce")
-    o0, vec0 = scalar_or_vector(operand0, P, api, "operand0", reads)
+    o0, vec0 = (None, False) if n0 in UNARY_ALU else scalar_or_vector(operand0, P, api, "operand0", reads)
     rv = reduce_res_view(reduce_res, P)
     shape = tuple(v.shape)
     dview, out_t = out_tile(shape, dtype_or(dtype, v.tensor.dtype_name), "sbuf", api, dst)
@@ -136,8 +194,11 @@ def _tensor_scalar_reduce_beta1(*, data, op0, operand0, reduce_op, reduce_res, r
     if ctx.numerics:
         x = read(v)
         with np.errstate(all="ignore"):
-            ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
-            res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
+            if n0 in UNARY_ALU:
+                res = np.asarray(UNARY_ALU[n0](x), dtype=np.float32)
+            else:
+                ov = bcast_free(read(o0), x.ndim) if vec0 else np.float32(o0)
+                res = np.asarray(ALU[n0](ov, x) if reverse0 else ALU[n0](x, ov), dtype=np.float32)
         store_result(ctx, dview, res, mask_array(mask, shape))
         write(rv, REDUCE[rname](res, axis=tuple(range(1, res.ndim)), keepdims=True).reshape(rv.shape))
     n = free_size(shape)

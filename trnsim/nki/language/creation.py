@@ -1,6 +1,7 @@
 """Tensor creation: ``ndarray``, ``zeros``, ``ones``, ``full`` and the ``*_like`` forms."""
 from __future__ import annotations
 
+import inspect
 import operator
 
 import numpy as np
@@ -55,7 +56,7 @@ def ndarray(shape, dtype, buffer=None, name: str = "", address=None, **kwargs) -
             raise KernelError("err_invalid_allocation", f"address={address!r} is not (partition_offset, free_offset)",
                               "pass address=(partition, byte offset), e.g. address=(0, 1024)") from None
         place = {"base_partition": p0, "base_addr": f0}
-    if place is not None:
+    if place is not None and not current().directives.get("force_auto_alloc"):
         _check_placement(t, place)
     return t
 
@@ -79,9 +80,14 @@ def _check_placement(t: Tensor, place: dict) -> None:
         copies = 1
         for n in place.get("num_free_tiles", ()) or ():
             copies *= n
-        # num_free_tiles=(n,): the tensor's tiles (its block dims, else its first free dim) rotate over n buffers
+        # num_free_tiles=(n,): the tensor's tiles (its block dims, else its first free dim) rotate over n buffers.
+        # With block dims and no count (or 1) every block maps to one physical tile (the modulo rule,
+        # nki.compiler.sbuf.mod_alloc: byte_addr = base + (block % n) * tile bytes)
         tiles = nblocks if t.pdim > 0 else (t.shape[1] if len(t.shape) > 1 else 1)
-        physical = t.bytes_per_partition if copies <= 1 else (t.bytes_per_partition // max(1, tiles)) * copies
+        if t.pdim > 0:
+            physical = (t.bytes_per_partition // max(1, tiles)) * max(1, copies)
+        else:
+            physical = t.bytes_per_partition if copies <= 1 else (t.bytes_per_partition // max(1, tiles)) * copies
         end = place.get("base_addr", 0) + physical
         if place.get("base_addr", 0) < 0 or end > lim.sbuf_bytes_per_partition:
             raise KernelError("err_allocation_out_of_range",
@@ -183,6 +189,8 @@ def _alloc(shape, dtype, buffer, name, fill, api) -> Tensor:
     if fill != "uninit":
         fill = _fill.fill_value(fill, dname, shape, api)
     copies = None
+    if isinstance(buffer, Placement) and ctx.directives.get("force_auto_alloc"):
+        buffer = buffer.buffer   # Beta 1 @nki.compiler.force_auto_alloc: direct allocations become automatic
     if isinstance(buffer, Placement) and "alloc_func" in buffer.fields:
         buffer = _resolve_alloc_func(buffer, shape, pd, dname, name or api)
     if isinstance(buffer, Placement):
@@ -219,10 +227,19 @@ def _resolve_alloc_func(place: Placement, shape: tuple, pd: int, dname: str, wha
     for s_ in shape[pd + 1:]:
         fdim_bytes *= s_
     want = 3 if place.buffer == "psum" else 2
+    # the reference names the callback's parameters idx, pdim_size and fdim_size: a callback with those names is
+    # called by keyword (so functools.partial may bind a leading parameter of its own), any other positionally
+    try:
+        inspect.signature(func).bind(idx=(), pdim_size=0, fdim_size=0)
+        by_name = True
+    except (TypeError, ValueError):
+        by_name = False
     spots = []
     for idx in np.ndindex(*blocks) if blocks else [()]:
         try:
-            got = tuple(int(x) for x in func(tuple(int(i) for i in idx), pdim_size, fdim_bytes))
+            key = tuple(int(i) for i in idx)
+            got = tuple(int(x) for x in (func(idx=key, pdim_size=pdim_size, fdim_size=fdim_bytes) if by_name else
+                                         func(key, pdim_size, fdim_bytes)))
         except KernelError:
             raise
         except Exception as exc:
