@@ -189,70 +189,39 @@ def _place(base, idx, pdim_size, fdim_size):
     return (0, base + idx[0] * fdim_size)
 
 
-@nki.jit
-def _partial_callback(a):
-    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((2, nl.par_dim(128), 64), dtype=a.dtype,
-                   buffer=ncc.sbuf.alloc(functools.partial(_place, base=4096)))
-    t[1] = nl.load(a)
-    nl.store(out, value=t[1])
-    return out
-
-
-@nki.jit
-def _positional_callback(a):
-    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((2, nl.par_dim(128), 64), dtype=a.dtype,
-                   buffer=ncc.sbuf.alloc(lambda i, p, f: (0, 1024 + i[0] * f)))
-    t[0] = nl.load(a)
-    nl.store(out, value=t[0])
-    return out
+def _through_placed_tile(make_buffer, blocks: int, cols: int, block: int):
+    """A kernel copying ``a`` [128, cols] through block ``block`` of a [blocks, 128, cols] fp32 SBUF tensor placed
+    by ``make_buffer()``."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((blocks, nl.par_dim(128), cols), dtype=nl.float32, buffer=make_buffer())
+        t[block] = nl.load(a)
+        nl.store(out, value=t[block])
+        return out
+    return k
 
 
 def test_allocation_callbacks_by_keyword_and_positionally():
     a = RNG.random((128, 64), dtype=np.float32)
-    out, trace = nki.trace_kernel(_partial_callback, a)
+    by_name = _through_placed_tile(lambda: ncc.sbuf.alloc(functools.partial(_place, base=4096)), 2, 64, 1)
+    out, trace = nki.trace_kernel(by_name, a)
     np.testing.assert_array_equal(out, a)
     assert [al.placement["base_addr"] for al in trace.allocations if al.placement] == [4096]
-    np.testing.assert_array_equal(_positional_callback(a), a)
-
-
-@nki.jit
-def _one_physical_tile(a):
-    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, nl.par_dim(128), 128), dtype=nl.float32,
-                   buffer=ncc.sbuf.mod_alloc(base_addr=150000, num_free_tiles=(1,)))
-    for i in nl.sequential_range(4):
-        t[i] = nl.load(a)
-    nl.store(out, value=t[3])
-    return out
-
-
-@nki.jit
-def _one_physical_tile_default(a):
-    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, nl.par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=150000))
-    t[0] = nl.load(a)
-    nl.store(out, value=t[0])
-    return out
-
-
-@nki.jit
-def _two_physical_tiles_too_high(a):
-    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, nl.par_dim(128), 128), dtype=nl.float32,
-                   buffer=ncc.sbuf.mod_alloc(base_addr=180224 - 700, num_free_tiles=(2,)))
-    t[0] = nl.load(a)
-    nl.store(out, value=t[0])
-    return out
+    positional = _through_placed_tile(lambda: ncc.sbuf.alloc(lambda i, p, f: (0, 1024 + i[0] * f)), 2, 64, 0)
+    np.testing.assert_array_equal(positional(a), a)
 
 
 def test_mod_alloc_blocks_without_a_count_share_one_physical_tile():
     a = RNG.random((128, 128), dtype=np.float32)
-    np.testing.assert_array_equal(_one_physical_tile(a), a)           # 512 B per partition from byte 150000
-    np.testing.assert_array_equal(_one_physical_tile_default(a), a)
+    # 128 blocks of 512 B per partition from byte 150000: one physical tile fits, 128 would not
+    one = _through_placed_tile(lambda: ncc.sbuf.mod_alloc(base_addr=150000, num_free_tiles=(1,)), 128, 128, 3)
+    np.testing.assert_array_equal(one(a), a)
+    default = _through_placed_tile(lambda: ncc.sbuf.mod_alloc(base_addr=150000), 128, 128, 0)
+    np.testing.assert_array_equal(default(a), a)
+    two = _through_placed_tile(lambda: ncc.sbuf.mod_alloc(base_addr=180224 - 700, num_free_tiles=(2,)), 128, 128, 0)
     with pytest.raises(KernelError, match="err_allocation_out_of_range"):   # two 512 B tiles do not fit there
-        _two_physical_tiles_too_high(a)
+        two(a)
 
 
 # ------------------------------------------------------------------------------------- names
