@@ -166,9 +166,10 @@ def _assignment_target_value(fn_name: str):
         value = eval(compile(load, fname, "eval"), f.f_globals, dict(f.f_locals))
         return value, isinstance(target, ast.Name)
     except NameError:
+        base = ast.unparse(target).split("[")[0]
         raise KernelError("err_unsupported_api", f"the destination `{ast.unparse(target)}` of {api} is not defined "
                           "before the call: the reduction adds into it", "initialise it before the loop, e.g. "
-                          f"{ast.unparse(target).split('[')[0]} = nl.zeros(shape, dtype=nl.float32, buffer=nl.sbuf)") from None
+                          f"{base} = nl.zeros(shape, dtype=nl.float32, buffer=nl.sbuf)") from None
 
 
 def _as_load(node):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -119,23 +120,13 @@ def _reduce(op, data, axis, dtype=None, mask=None, negate=False, keepdims=False,
         store_result(ctx, dview, res, out_mask)
     elif ctx.numerics:
         x = read(v)
-        if in_mask is not None:
-            if name == "mean":
-                x = np.where(in_mask, x, np.nan)
-                name_ = "nanmean"
-            elif name == "var":
-                x = np.where(in_mask, x, np.nan)
-                name_ = "nanvar"
-            else:
-                x = np.where(in_mask, x, np.float32(_IDENTITY[name]))
-                name_ = name
-        else:
-            name_ = name
-        with np.errstate(all="ignore"):
-            if name_ == "nanmean":
-                r = np.nanmean(x, axis=tuple(axes), keepdims=keepdims)
-            elif name_ == "nanvar":
-                r = np.nanvar(x, axis=tuple(axes), keepdims=keepdims)
+        stat = name in ("mean", "var") and in_mask is not None
+        if in_mask is not None and not stat:
+            x = np.where(in_mask, x, np.float32(_IDENTITY[name]))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # a row with nothing masked in (it is not written)
+            if stat:   # over the masked-in elements only
+                r = (np.mean if name == "mean" else np.var)(x, axis=tuple(axes), keepdims=keepdims, where=in_mask)
             elif name in REDUCE:
                 r = REDUCE[name](x, axis=tuple(axes), keepdims=keepdims)
             elif name == "mean":
