@@ -252,6 +252,20 @@ def test_finfo_of_nki_float_types():
             nl.finfo(bad)
 
 
+@nki.jit
+def _fill_lowest_bf16(a):
+    out = nl.ndarray((128, 8), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.full((128, 8), nl.finfo(nl.bfloat16).min, dtype=nl.bfloat16, buffer=nl.sbuf)   # a bfloat16 scalar
+    nl.store(out, value=nl.maximum(t, nl.load(a)))
+    return out
+
+
+def test_a_fill_takes_an_ml_dtypes_scalar():
+    a = np.full((128, 8), -np.inf, dtype=ml_dtypes.bfloat16)
+    out = _fill_lowest_bf16(a)
+    assert np.all(out.astype(np.float32) == float(ml_dtypes.finfo(ml_dtypes.bfloat16).min))
+
+
 def test_stack_allocator_needs_skip_middle_end_transformations():
     def body(a):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)

@@ -22,7 +22,9 @@ def fill_value(value, dtype_name: str, shape, api: str = "memset") -> float:
     takes values in its range once rounded to the nearest integer, ties to even (the engine's output conversion;
     it would saturate), a float tile finite values below its largest finite value (they would become inf; +-inf
     and nan themselves are accepted), an MX x4-packed tile only 0 (NKI 0.6 ``nisa.memset``)."""
-    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    # ml_dtypes scalars (bfloat16, the fp8 formats: e.g. Beta 1's nl.finfo(nl.bfloat16).min) are numbers too
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)) and not (
+            isinstance(value, np.generic) and type(value).__module__.startswith("ml_dtypes")):
         raise KernelError("err_memset_value_type",
                           f"{api} value {value!r} ({type(value).__name__}) for tile {fmt_shape(shape)} {dtype_name} "
                           "is not a number", "pass a compile-time Python int or float, e.g. value=0.0")
