@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from trnsim.nki import dtypes as dt
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.ops import op_name
 from trnsim.nki.language.types import NKIObject
@@ -181,6 +182,17 @@ def _reduce_values(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float32) if a.dtype != np.float32 else a
 
 
+def _refuse_packed(api: str, views) -> None:
+    """A reducing collective computes on values; MX x4-packed words are "custom data type for nki.isa.nc_matmul_mx
+    and nki.isa.quantize_mx" (nki.api.shared) and would be added as raw integers."""
+    for v in views:
+        name = v.tensor.dtype_name
+        if dt.is_packed(name):
+            raise KernelError("err_unsupported_dtype", f"{api} reduces values, but a tensor holds MX x4-packed {name} "
+                              "words (only nisa.nc_matmul_mx, nisa.quantize_mx and DMA copies use them)",
+                              "reduce the unquantised (bf16 / fp32) tensor, then quantize the result")
+
+
 def _check_priority(priority, api: str) -> None:
     if priority is None:
         return
@@ -257,8 +269,8 @@ def _check_same_shapes(api, arrivals, what="source"):
             first = a
         elif a.key != first.key:
             raise KernelError("err_collective_mismatch",
-                              f"{api}: ranks {first.rank} and {a.rank} call it with different arguments"
-                              f" ({first.key[2:]} vs {a.key[2:]})",
+                              f"{api}: ranks {first.rank} and {a.rank} call it with different arguments: "
+                              + "; ".join(f"{x!r} vs {y!r}" for x, y in zip(first.key, a.key) if x != y),
                               "every rank of a sub-group must pass tensors of the same shapes and the same options")
 
 
@@ -272,6 +284,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority: Optional[int] = None, na
     sv, dvs = _tensor_list(srcs, api, "srcs"), _tensor_list(dsts, api, "dsts")
     space = _check_spaces(api, sv, dvs)
     opn = _reduce_op(op, api)
+    _refuse_packed(api, list(sv) + list(dvs))
     for s, d in zip(sv, dvs):
         if tuple(s.shape) != tuple(d.shape):
             raise KernelError("err_shape_mismatch", f"{api}: source {fmt_shape(s.shape)} and destination "
@@ -352,6 +365,7 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim: int, op, priority:
     sv, dvs = _tensor_list(srcs, api, "srcs"), _tensor_list(dsts, api, "dsts")
     space = _check_spaces(api, sv, dvs)
     opn = _reduce_op(op, api)
+    _refuse_packed(api, list(sv) + list(dvs))
     if int(collective_dim) != 0:
         raise KernelError("err_invalid_collective_dim", f"{api}: collective_dim={collective_dim} is not supported",
                           "use collective_dim=0")
@@ -626,6 +640,8 @@ def _ring(api, srcs_list, dsts_by_channel, replica_group, channel_ids, op=None):
                           f"{world.size} ranks; at most {max_ch} ({'all ranks' if n == world.size else 'a sub-group'})",
                           f"use at most {max_ch} channels")
     opn = _reduce_op(op, api) if op is not None else None
+    if opn is not None:
+        _refuse_packed(api, [v for ss in src_sets for v in ss] + list(dvs))
     payload = None
     if current().numerics:
         vals = [[_reduce_values(read(s, raw=True)) for s in ss] for ss in src_sets]

@@ -135,7 +135,7 @@ def _unwrap(ctx: Context, out):
                               f"kernel returned {t!r}; kernel outputs must be HBM tensors",
                               "allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm), nl.store "
                               "the result into it, and return it", location="")
-        root = t.root or t
+        root = t.root if t.root is not None else t
         if not (t.written or root.written) and t.kind != "input":
             raise KernelError("err_tensor_output_not_written_to",
                               f"kernel output `{t.name or 'output'}`{fmt_shape(t.shape)} is never written",

@@ -1021,7 +1021,7 @@ class View(NkiTensorMethods):
         new.acc = None if t.acc is None else t.acc.reshape(shape)
         new.mutable = t.mutable
         new.depth = t.depth
-        new.root = t.root or t
+        new.root = t.root if t.root is not None else t
         return new
 
     def _reshape_view(self, shape: tuple, api: str = "reshape") -> "View":
@@ -1155,7 +1155,7 @@ def _reinterpret(t: "Tensor", name: str) -> "Tensor":
     new = Tensor(t.ctx, shape, name, t.buffer, t.name, kind=t.kind, alloc_id=t.alloc_id, data=data)
     new.mutable = t.mutable
     new.depth = t.depth
-    new.root = t.root or t
+    new.root = t.root if t.root is not None else t
     new.written = t.written
     return new
 
