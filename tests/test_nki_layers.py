@@ -12,7 +12,7 @@ from trnsim.nki import KernelError
 
 PKG = pathlib.Path(nki.__file__).parent
 # layer rank of each module (a module may import only modules of a lower rank, or of its own package level)
-RANK = {"rules": 0, "trace": 0, "_blas": 0, "_gc": 0, "packed": 0, "dtypes": 0.5, "tensor_api": 0.75, "typing": 1, "tensors": 1,
+RANK = {"rules": 0, "trace": 0, "_blas": 0, "_gc": 0, "_threadstate": 0, "packed": 0, "dtypes": 0.5, "tensor_api": 0.75, "typing": 1, "tensors": 1,
         "context": 2, "isa": 3, "language": 4, "compiler": 4, "lnc": 4.5, "collectives": 5, "runtime": 5, "ranks": 6,
         "__init__": 7}
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
-from trnsim.nki import dtypes as dt
+from trnsim.nki import _threadstate, dtypes as dt
 from trnsim.nki.context import as_view, current, read, write
 from trnsim.nki.isa.ops import op_name
 from trnsim.nki.language.types import NKIObject
@@ -71,6 +70,15 @@ class ReplicaGroup(NKIObject):
         self._groups = tuple(out)
 
     def group_of(self, rank: int) -> tuple[int, ...]:
+        """The sub-group ``rank`` belongs to. In a multi-rank launch every rank the group names must exist (a
+        sub-group of missing ranks would never run; the caller's own sub-group is checked again on arrival)."""
+        world = getattr(_RANK, "world", None)
+        if world is not None:
+            missing = [r for g in self._groups for r in g if r >= world.size]
+            if missing:
+                raise KernelError("err_rank_not_in_replica_group", f"rank {missing[0]} of the replica group "
+                                  f"{self.replica_groups} does not exist in a launch of {world.size} ranks",
+                                  f"use rank ids 0..{world.size - 1}")
         for g in self._groups:
             if rank in g:
                 return g
@@ -80,7 +88,7 @@ class ReplicaGroup(NKIObject):
 
 # ----------------------------------------------------------------------------- rank state (per thread)
 
-_RANK = threading.local()   # .world (the launcher's World) and .rank of the rank running in this thread
+_RANK = _threadstate.RANK   # .world (the launcher's World) and .rank of the rank running in this thread
 
 
 def _world():
@@ -106,6 +114,14 @@ class Arrival:
 
 def _exchange(api: str, members: tuple[int, ...], key: tuple, payload, resolve):
     world, rank = _world()
+    core = getattr(_RANK, "lnc_core", None)
+    if core is not None:
+        raise KernelError("err_unsupported_collective_in_lnc2",
+                          f"{api} inside an LNC=2 launch (rank {rank}, physical core {core}): trnsim simulates a "
+                          "collective as one call per rank, and the NKI reference does not say how the two physical "
+                          "cores of a logical NeuronCore share one (both run the kernel body, so both would call it)",
+                          "launch the kernel with one core per rank for simulate_ranks (kernel[1], or a grid "
+                          "without nl.nc(2)); nki.collectives.rank_id() works under LNC=2")
     a = Arrival(rank, api, members, key, payload, resolve=resolve)
     world.wait_collective(a)
     return a.result
@@ -175,8 +191,9 @@ def _read_all(views):
 
 
 def _reduce_values(a: np.ndarray) -> np.ndarray:
-    """The values a collective reduces: integers exactly (int64, written back with the destination's integer
-    wrap-around), floats in float32."""
+    """The values a collective reduces: integers exactly (int64; written back through the destination dtype's
+    conversion, which saturates at its range as every trnsim write into an integer tensor does, see
+    ``dtypes.cast``), floats in float32."""
     if a.dtype.kind in "iu":
         return a.astype(np.int64)
     return a.astype(np.float32) if a.dtype != np.float32 else a

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from trnsim.nki import _threadstate
 from trnsim.nki.rules import KernelError
 
 # Context attributes private to one program instance (swapped at every hand-off)
@@ -82,7 +83,9 @@ class LncPair:
             raise _Abort()
         p.waiting = None
 
-    def _thread_main(self, p: _Program, body: Callable[[tuple, int], object]) -> None:
+    def _thread_main(self, p: _Program, body: Callable[[tuple, int], object], inherited: dict) -> None:
+        # the launching thread's rank (simulate_ranks) carries over to both cores, with the core's number
+        _threadstate.enter(inherited, lnc_core=p.core)
         p.go.wait()
         try:
             if not self.abort:
@@ -101,8 +104,9 @@ class LncPair:
     def run(self, body: Callable[[tuple, int], object]):
         """Run every program of the pair to completion; returns the last program's result."""
         progs = self.progs
+        inherited = _threadstate.snapshot()
         for p in progs:
-            p.thread = threading.Thread(target=self._thread_main, args=(p, body), daemon=True,
+            p.thread = threading.Thread(target=self._thread_main, args=(p, body, inherited), daemon=True,
                                         name=f"nki-core{p.core}")
             p.thread.start()
         try:

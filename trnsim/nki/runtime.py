@@ -128,6 +128,11 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
 
 
 def _unwrap(ctx: Context, out):
+    if isinstance(out, _tensors.Broadcast):
+        # a broadcast view of an HBM output (``out.broadcast_to(...)``): its values, repeated along the broadcast
+        # dimensions, as numpy would give them (the same checks as the view itself)
+        data = _unwrap(ctx, out.view)
+        return None if data is None else np.array(np.broadcast_to(data.reshape(out.view.shape), out.shape))
     if isinstance(out, (Tensor, View)):
         t = out.tensor if isinstance(out, View) else out
         if t.buffer != "hbm":

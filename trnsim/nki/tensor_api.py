@@ -234,11 +234,11 @@ class NkiTensorMethods:
 
     @property
     def offset(self) -> int:
-        """Element offset of the first element in the tensor's storage (free dimensions for on-chip tensors)."""
-        v = _view_of(self)
-        if v.adv is not None:
-            return int(sum(s * lo for s, (lo, _) in zip(v.tensor._strides, v.dim_bounds())))
-        return int(sum(v.tensor._strides[k] * r[1] for k, r in enumerate(v.ranges)))
+        """Element offset of the view's first element (index [0, 0, ...]) in its tensor's storage, flattened row-major
+        with the same strides ``get_pattern`` reports (on-chip: the partition stride is the free size), so that
+        ``t.ap(pattern=v.get_pattern(), offset=v.offset)`` addresses the elements of ``v`` (nki-aps.rst). For an
+        ``.ap`` view that is its ``offset`` argument, even when the pattern runs backwards or across rows."""
+        return _view_of(self).offset_elements()
 
     def get_pattern(self) -> list[list[int]]:
         """The access pattern ``[[stride, count], ...]``, one pair per dimension (strides in elements)."""
