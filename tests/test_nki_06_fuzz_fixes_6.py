@@ -123,3 +123,22 @@ def test_a_replica_group_naming_ranks_the_launch_does_not_have_is_refused():
     with pytest.raises(KernelError, match="err_rank_not_in_replica_group") as exc:
         nki.simulate_ranks(nki.jit(kern), 2, [(X,), (X,)])
     assert "rank 5" in str(exc.value) and "2 ranks" in str(exc.value)
+
+
+def test_writing_a_read_only_input_array_warns_that_the_update_is_lost():
+    import trnsim.nki.typing as nt
+    from trnsim.nki.runtime import ReadOnlyInputWarning
+
+    def kern(x: nt.mutable_tensor):
+        nl.store(x, value=nl.add(nl.load(x), 1.0))
+        return x
+
+    frozen = np.zeros((4, 8), np.float32)
+    frozen.flags.writeable = False
+    with pytest.warns(ReadOnlyInputWarning, match="read-only"):
+        got = nki.simulate(nki.jit(kern))(frozen)
+    np.testing.assert_array_equal(got, np.ones((4, 8), np.float32))   # the kernel's result is still returned
+    assert not frozen.any()
+    writable = np.zeros((4, 8), np.float32)
+    nki.simulate(nki.jit(kern))(writable)                             # a writable one is updated in place
+    np.testing.assert_array_equal(writable, np.ones((4, 8), np.float32))

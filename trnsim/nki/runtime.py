@@ -13,6 +13,7 @@ import gc
 import inspect
 import os
 import textwrap
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -125,6 +126,10 @@ def _wrap_arg(ctx: Context, value, name: str, mutable: bool):
         t.mutable = mutable or not ctx.new_style
         return t, arr
     return value, None
+
+
+class ReadOnlyInputWarning(RuntimeWarning):
+    """A kernel wrote an input whose numpy array is read-only: the in-place update is lost."""
 
 
 def _unwrap(ctx: Context, out):
@@ -283,6 +288,11 @@ def run_kernel(func: Callable, args: tuple, kwargs: dict, *, target: str = "trn2
             if t.written and isinstance(orig, np.ndarray) and orig.flags.writeable:
                 if t.data is not orig:
                     orig[...] = t.data.astype(orig.dtype) if t.data.dtype != orig.dtype else t.data
+            elif t.written and isinstance(orig, np.ndarray):
+                warnings.warn(ReadOnlyInputWarning(
+                    f"the kernel wrote its input `{t.name}`{fmt_shape(t.shape)}, but the numpy array passed for it "
+                    "is read-only, so the update cannot be written back into it (NKI updates written inputs in "
+                    f"place); pass a writable array, e.g. np.array({t.name})"), stacklevel=3)
     return outputs, trace
 
 
