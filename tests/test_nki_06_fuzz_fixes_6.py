@@ -142,3 +142,41 @@ def test_writing_a_read_only_input_array_warns_that_the_update_is_lost():
     writable = np.zeros((4, 8), np.float32)
     nki.simulate(nki.jit(kern))(writable)                             # a writable one is updated in place
     np.testing.assert_array_equal(writable, np.ones((4, 8), np.float32))
+
+
+def test_a_dma_reads_a_broadcast_view_as_the_stride_0_access_pattern_it_is():
+    """nki-aps.rst: broadcast is built on .ap(); the same stride-0 .ap was already accepted, the view was refused
+    (and nl.load of one said "expected 'hbm', got 'hbm'")."""
+    row = np.arange(64, dtype=np.float32).reshape(1, 64)
+    y = np.arange(128 * 64, dtype=np.float32).reshape(128, 1, 64)
+
+    def kern(x, y):
+        a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=x.broadcast_to((128, 64)))            # one HBM row to every partition
+        b = nl.load(x.broadcast_to((128, 64)))
+        c = nl.ndarray((128, 8, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c, src=y.broadcast(1, 8))                    # NkiTensor.broadcast, no copy
+        d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=d, src=x.ap([[0, 128], [1, 64]], offset=0))  # the same access written as .ap
+        outs = []
+        for tile, shape in ((a, (128, 64)), (b, (128, 64)), (c, (128, 8, 64)), (d, (128, 64))):
+            o = nl.ndarray(shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=o, src=tile)
+            outs.append(o)
+        return tuple(outs)
+
+    a, b, c, d = nki.simulate(nki.jit(kern))(row, y)
+    for got in (a, b, d):
+        np.testing.assert_array_equal(got, np.broadcast_to(row, (128, 64)))
+    np.testing.assert_array_equal(c, np.broadcast_to(y, (128, 8, 64)))
+
+
+def test_a_broadcast_view_is_not_a_dma_destination():
+    def kern(x):
+        out = nl.ndarray((1, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out.broadcast_to((4, 8)), src=x)
+        return out
+
+    with pytest.raises(KernelError, match="err_unsupported_view") as exc:
+        nki.simulate(nki.jit(kern))(X)
+    assert "read-only" in str(exc.value)

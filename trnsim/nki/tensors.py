@@ -1230,6 +1230,16 @@ class Broadcast:
     def is_indirect(self) -> bool:
         return False
 
+    def as_access(self) -> "View":
+        """The same elements as an index-expression access with stride 0 along the broadcast dimensions, the form
+        ``.ap()`` builds: NKI 0.6 implements ``broadcast`` on top of ``.ap()`` (nki-aps.rst), so a DMA reads a
+        broadcast view as it reads the equivalent stride-0 access pattern."""
+        v = self.view
+        idx = [np.ascontiguousarray(np.broadcast_to(a, self.shape)) for a in v._tensor_indices()]
+        out = View(v.tensor, None, tuple(IndexExpr(len(self.shape), None, arr=a) for a in idx))
+        out.ap_run = _ap_contiguous_run([(int(st), int(n)) for st, n in self.get_pattern()])
+        return out
+
     _VIEW_OPS = frozenset({"reshape", "permute", "slice", "select", "vector_select", "expand_dim", "squeeze_dim",
                            "reshape_dim", "flatten_dims", "view", "reinterpret_cast", "ap", "broadcast", "rearrange",
                            "indirect", "transpose"})

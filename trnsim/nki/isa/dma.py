@@ -117,9 +117,15 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "err
                               "buffer=nl.shared_hbm)) or an SBUF tile")
     d = as_view(dst)
     s = as_view(src)
+    if isinstance(d, Broadcast):
+        raise KernelError("err_unsupported_view", f"the destination of '{api}' is a broadcast view "
+                          f"{fmt_shape(d.shape)}: a broadcast view is read-only (several elements share one address)",
+                          "write to the tensor itself, or to a slice of it")
     if isinstance(s, Broadcast):
-        raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
-                          "materialise the broadcast into an SBUF tile with nl.copy first")
+        if ctx.dialect == "beta1":
+            raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
+                              "materialise the broadcast into an SBUF tile with nl.copy first")
+        s = s.as_access()   # NKI 0.6: the stride-0 access pattern a broadcast view is (nki-aps.rst)
     dt_, st_ = d.tensor, s.tensor
     dbuf, sbuf_ = dt_.buffer, st_.buffer
     if dbuf == "psum" or sbuf_ == "psum":

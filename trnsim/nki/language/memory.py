@@ -24,6 +24,11 @@ def load(src, dtype=None, *, mask=None, **kwargs) -> Tensor:
         refuse_extras('load', load, mask, kwargs)
     ctx = current()
     s = as_view(src)
+    if type(s) is Broadcast:
+        if ctx.dialect == "beta1":
+            raise KernelError("err_unsupported_memory", f"the source of 'load' is a broadcast view {fmt_shape(s.shape)}",
+                              "load the tensor region itself, then broadcast the tile (tile.broadcast_to(...))")
+        s = s.as_access()   # NKI 0.6: the stride-0 access pattern a broadcast view is (nki-aps.rst)
     if type(s) is not View or s.tensor.buffer != "hbm":
         if not isinstance(s, (View, Broadcast)):
             raise KernelError("err_expected_tile",
