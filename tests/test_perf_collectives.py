@@ -57,9 +57,13 @@ def test_all_reduce_latency_includes_cluster_cost(world, target):
         assert p.active_time_us["collective"] == pytest.approx(want_us)
         assert p.metrics.instruction_count["collective"] == 1
         assert p.critical_path_us["collective"] == pytest.approx(want_us)
-        assert p.bottleneck == "collective"
+        # the larger of the two on the critical path names the bound (trn2 at 4 ranks: the 512 KiB HBM -> HBM
+        # copy, which crosses HBM twice, outlasts the all-reduce)
+        dma_us = p.critical_path_us["dma"] + p.critical_path_us.get("dma_fixed", 0.0)
+        assert p.bottleneck == ("collective" if want_us > dma_us else "dma")
         s = p.summary()
-        assert "Collective-bound" in s and f"over {world} ranks" in s and c.algorithm in s
+        if p.bottleneck == "collective":
+            assert "Collective-bound" in s and f"over {world} ranks" in s and c.algorithm in s
         assert "Collective Active Time" in p.neuron_profile_table()
 
 

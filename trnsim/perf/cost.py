@@ -126,8 +126,11 @@ def matmul_split(instr: Instruction, core: Any) -> MatmulSplit:
         p = src.shape[0] if src is not None else instr.partitions
         f = _free_size(src) if src is not None else max(int(instr.free_elements), 1)
         passes = matmul_passes(core, src.dtype) if src is not None else 1.0
-        issue = tensor_transpose_cycles(p, f, init)
-        return MatmulSplit(f / _ls_speedup() * passes, min(issue, max(p, init)), issue, passes)
+        # a matmul of the data (stationary) with a P x P identity of the same dtype (moving): both halves pay
+        # the dtype's passes, as nc_matmul does (data/tensor_engine.json instructions_per_matmul, nki.isa
+        # nc_transpose: "equivalent to calling nisa.nc_matmul directly with is_transpose=True")
+        issue = tensor_transpose_cycles(p, f, init) * passes
+        return MatmulSplit(f / _ls_speedup() * passes, min(issue, max(p, init) * passes), issue, passes)
     stat, mov = instr.reads[0], instr.reads[1]
     n_stat = int(attrs.get("stationary_free", attrs.get("n_stationary", _free_size(stat))))
     n_mov = int(attrs.get("moving_free", attrs.get("n_moving", _free_size(mov))))
@@ -197,10 +200,9 @@ def compute_cycles(instr: Instruction, core: Any) -> CycleCost:
         return CycleCost(split.issue_cycles, mult + "max(min(64, N_stationary), N_moving)")
 
     if op == "nc_transpose" and eng == "tensor":
-        src = instr.reads[0] if instr.reads else None
-        p = src.shape[0] if src is not None else instr.partitions
-        f = _free_size(src) if src is not None else n
-        return CycleCost(tensor_transpose_cycles(p, f, float(c.mm_init_latency_cycles)), "max(P, min(64, F))")
+        split = matmul_split(instr, core)
+        mult = f"{split.passes:g}*" if split.passes != 1 else ""
+        return CycleCost(split.issue_cycles, mult + "max(P, min(64, F))")
 
     if eng == "gpsimd" and op in ("iota", "affine_select", "select", "range_select_gpsimd"):
         return CycleCost(float(c.gpsimd_start_cycles) + n, "GPSIMD_START + N")

@@ -77,11 +77,20 @@ class DmaPlan:
     data_ns_per_engine: float           # time each engine moves data (without the fixed latency)
     efficiency: float                   # descriptor efficiency: payload / (payload + overhead)
     fixed_ns: float = 0.0               # per-transfer fixed cost (catalog dma_fixed_cost_ns)
+    hbm_sides: int = 0                  # 0, 1, or 2 for an HBM -> HBM copy (it reads and writes HBM)
 
     @property
     def queue_ns(self) -> float:
         """Time the transfer occupies its queue: ``max(fixed, data)`` (perf_model.json dma_queue_occupancy)."""
         return max(self.fixed_ns, self.data_ns_per_engine)
+
+
+def _partitions_on_busiest_engine(partitions: int, engines: int, partitions_per_engine: int) -> int:
+    """Partitions the busiest of ``engines`` engines moves: each engine serves a block of
+    ``partitions_per_engine`` consecutive partitions (perf_model.json dma_engine_assignment, N-DMA: "each engine
+    typically serves 8 of 128 partitions"), so 9 partitions are 8 + 1, not 5 + 4; beyond ``engines`` blocks the
+    partitions are shared evenly."""
+    return max(math.ceil(partitions / engines), min(partitions, partitions_per_engine))
 
 
 def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
@@ -98,17 +107,23 @@ def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
     desc = max(desc, 1.0)
     descs_per_partition = max(1, math.ceil(bpp / desc)) if bpp > 0 else 0
     n_eng = max(1, min(params.engines, math.ceil(parts / params.partitions_per_engine)))
-    parts_per_eng = math.ceil(parts / n_eng)
+    parts_per_eng = _partitions_on_busiest_engine(parts, n_eng, params.partitions_per_engine)
     bytes_e = parts_per_eng * bpp
     extra_descs_e = parts_per_eng * (descs_per_partition - 1) if descs_per_partition > 1 else 0
     buffers = {o.buffer for o in instr.reads + instr.writes}
     touches_hbm = "hbm" in buffers or not buffers
+    # an HBM -> HBM copy moves its bytes through HBM twice (read, then write): the core's HBM share caps the
+    # payload rate at half
+    hbm_sides = (any(o.buffer == "hbm" for o in instr.reads) + any(o.buffer == "hbm" for o in instr.writes)
+                 if buffers else 1)
     rate = params.hbm_capped_engine_bytes_per_ns if touches_hbm else params.engine_bytes_per_ns
+    if hbm_sides > 1:
+        rate = min(params.engine_bytes_per_ns, params.hbm_core_bytes_per_ns / (params.engines * hbm_sides))
     overhead_b = extra_descs_e * params.descriptor_overhead_bytes
     data_ns = (bytes_e + overhead_b) / rate if nbytes > 0 else 0.0
     eff = bytes_e / (bytes_e + overhead_b) if bytes_e > 0 else 0.0
     return DmaPlan(n_eng, nbytes, parts, bpp, desc, parts_per_eng * descs_per_partition, bytes_e, touches_hbm,
-                   data_ns, eff, params.fixed_ns)
+                   data_ns, eff, params.fixed_ns, int(hbm_sides))
 
 
 def dma_cost_ns(instr: Instruction, params: DmaParams) -> float:
@@ -125,7 +140,7 @@ def stream_throughput_fraction(bytes_per_partition: float, params: DmaParams, pa
         raise ValueError(f"stream_throughput_fraction: bytes_per_partition={bytes_per_partition} and "
                          f"partitions={partitions} must be > 0")
     n_eng = max(1, min(params.engines, math.ceil(partitions / params.partitions_per_engine)))
-    bytes_e = math.ceil(partitions / n_eng) * bytes_per_partition
+    bytes_e = _partitions_on_busiest_engine(partitions, n_eng, params.partitions_per_engine) * bytes_per_partition
     data = bytes_e / params.hbm_capped_engine_bytes_per_ns
     return partitions * bytes_per_partition / (max(params.fixed_ns, data) * params.peak_bytes_per_ns)
 

@@ -72,6 +72,7 @@ class Timeline:
     collectives: dict[int, CollectiveCost] = field(default_factory=dict)   # instruction index -> its cost
     engine_names: tuple[str, ...] = ENGINE_NAMES
     cores: int = 1                     # physical cores the instructions ran on (2 for an LNC=2 launch)
+    dma_hbm_sides: np.ndarray | None = None   # int8: HBM crossings of each transfer (2 for HBM -> HBM, 0 compute)
 
     @property
     def latency_ns(self) -> float:
@@ -160,7 +161,7 @@ def _readable_queue_names(names: list[str]) -> list[str]:
 
 def _hwdge_trigger_queues(core: Any) -> int:
     """DMA queues fed by hardware-DGE trigger engines on this core (0: no hardware DGE documented, the
-    per-tensor queue rule applies). perf_model.json ``dma_hwdge_trigger_queues``: NC-v3 has two DGE instances,
+    per-tensor queue rule applies). perf_model.json ``dma_hwdge_trigger_queues``: NC-v3 (and NC-v4) have two DGE instances,
     commanded through the SyncE or ScalarE sequencer, and a queue ID is tied to the trigger engine (N-DMA)."""
     try:
         k = model_data.per_version("dma_hwdge_trigger_queues", str(core.version))
@@ -446,6 +447,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
     dma_bpp = [0.0] * n
     dma_eff = [0.0] * n
     dma_hbm = [False] * n
+    dma_sides = [0] * n
     opcodes = [""] * n
     eng_free = [0.0] * len(ENGINE_NAMES)
     eng_last = [-1] * len(ENGINE_NAMES)
@@ -596,6 +598,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             dma_bpp[i] = plan.bytes_per_partition
             dma_eff[i] = plan.efficiency
             dma_hbm[i] = plan.touches_hbm
+            dma_sides[i] = plan.hbm_sides
             if dma_uniform and k >= n_dma:
                 eng0 = dma_eng[0]
                 s0, j0, p0 = eng0.slot(td, data)
@@ -678,12 +681,12 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         # compute engines
         # the cost depends on opcode, N, operand dtypes/buffers/contiguity and attrs; reads/writes of one
         # kernel line differ only in their regions, so the line plus those properties is a safe key
-        reads = ins.reads
-        key = (ins.source_line, ins.opcode, e, ins.free_elements, ins.partitions, len(reads),
-               reads[0].dtype if reads else None, reads[0].buffer if reads else None,
-               reads[-1].dtype if reads else None, reads[-1].buffer if reads else None,
-               reads[0].contiguous_bytes if reads else None, reads[-1].contiguous_bytes if reads else None,
-               ins.writes[0].dtype if ins.writes else None, tuple(ins.attrs.items()) if ins.attrs else ())
+        # (every operand's dtype, buffer, contiguity and shape: the Vector / GpSimd performance modes depend on all of
+        # them, destination included; a helper called from one line with different layouts must not share a price)
+        key = (ins.source_line, ins.opcode, e, ins.free_elements, ins.partitions,
+               tuple([(o.dtype, o.buffer, o.contiguous_bytes, o.shape) for o in ins.reads]),
+               tuple([(o.dtype, o.buffer, o.contiguous_bytes, o.shape) for o in ins.writes]),
+               tuple(ins.attrs.items()) if ins.attrs else ())
         try:
             cyc = cycle_cache.get(key)
         except TypeError:          # unhashable attribute value: price without the cache
@@ -716,10 +719,17 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             for kind, b in fa:
                 caps[kind].live += b
         if ins.deps:
-            dependent = (ready_other >= free - _EPS) if e == TENSOR else (ready >= free - _EPS)
-            if dependent:
-                dur += ovh_ns[e]
-                ovh[i] = ovh_ns[e]
+            # the dependency's semaphore fires at r_dep; the instruction's start-up (static overhead + SBUF/PSUM
+            # access start-up, data/perf_model.json dependent_instruction_overhead) begins then, and overlaps
+            # whatever else the engine runs until s: only the part after s is exposed (all of it when the engine
+            # sat idle waiting, none when earlier work outlasts it)
+            r_dep = ready_other if e == TENSOR else ready
+            exposed = r_dep + ovh_ns[e] - s
+            if exposed > _EPS:
+                if exposed > ovh_ns[e]:
+                    exposed = ovh_ns[e]
+                dur += exposed
+                ovh[i] = exposed
         f = s + dur
         start[i] = s
         end[i] = f
@@ -748,6 +758,7 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
         dma_bytes_per_partition=np.asarray(dma_bpp, dtype=np.float64),
         dma_efficiency=np.asarray(dma_eff, dtype=np.float64),
         dma_touches_hbm=np.asarray(dma_hbm, dtype=bool),
+        dma_hbm_sides=np.asarray(dma_sides, dtype=np.int8),
         queue_names=_readable_queue_names(queue_names),
         dma_engine_busy_ns=np.asarray(dma_busy, dtype=np.float64) + uniform_busy,
         dma_engine_count=n_dma,
@@ -858,7 +869,7 @@ def _merge_core_timelines(tls: dict[int, Timeline], groups: dict[int, list[int]]
     arrays = {name: np.zeros(n, dtype=getattr(next(iter(tls.values())), name).dtype)
               for name in ("engine", "start_ns", "end_ns", "issue_ns", "overhead_ns", "pred", "dma_queue",
                            "dma_queue_start_ns", "dma_engines_used", "dma_data_ns", "dma_bytes_per_partition",
-                           "dma_efficiency", "dma_touches_hbm")}
+                           "dma_efficiency", "dma_touches_hbm", "dma_hbm_sides")}
     opcodes = [""] * n
     queue_names: list[str] = []
     busy = []
