@@ -242,10 +242,17 @@ def check_tp_decode_allreduce_bytes(answer_bytes: float, model: str = "llama3.1-
                                     tp: int = 2) -> CheckResult:
     """Bytes each rank sends in TP all-reduces per decode step."""
     want = dm.tp_decode_allreduce_bytes(model, batch, tp)
+    hints = {2.0: "there are two all-reduces per layer (attention and MLP)"}
+    if tp > 2:   # at tp = 2 the ring factor 2(t-1)/t is 1, so these slips only show for larger groups
+        ring = 2.0 * (tp - 1) / tp
+        hints[2.0 / ring] = (f"a ring all-reduce sends 2(t-1)/t = {ring:g} times the buffer per rank, not 2 times "
+                             "(reduce-scatter and all-gather each send t-1 of the t chunks)")
+        hints[ring] = (f"each ring all-reduce sends 2(t-1)/t = {ring:g} times the buffer per rank, not the buffer "
+                       "once")
     return expect_close(f"TP all-reduce bytes per rank per decode step (batch {batch}, tp={tp})", answer_bytes, want,
                         rtol=0.01, unit="B",
                         hint="2 all-reduces per layer of batch x d_model x 2 bytes, each sending 2(t-1)/t of it",
-                        factor_hints={2.0: "there are two all-reduces per layer (attention and MLP)"})
+                        factor_hints=hints)
 
 
 def stream_rate_note(instance: str = "inf2.xlarge") -> str:
