@@ -15,6 +15,8 @@ is not, so nbgrader scores the cell zero and its feedback shows what to fix.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 import functools
 import inspect
@@ -115,11 +117,18 @@ def expect_close(
         msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({_ratio(ratio)})"
         hints = [hint] if hint else []
         known = {1e3: "check your units (kilo, mega, giga; ms versus us)", 1e6: "check your units",
-                 1e9: "check your units", **dict(factor_hints or {})}
-        for factor, why in known.items():
-            if np.isclose(ratio, factor, rtol=0.05, atol=0) or np.isclose(ratio, 1 / factor, rtol=0.05, atol=0):
-                hints.append(f"off by a factor of {factor:,g}: {why}")
-                break
+                 1e9: "check your units", 2.0**20 / 1e6: "MiB versus MB (2^20 versus 10^6 bytes)",
+                 2.0**30 / 1e9: "GiB versus GB (2^30 versus 10^9 bytes)", **dict(factor_hints or {})}
+        # the known slip closest to the ratio (either way round), if one is within 5%: several slips can lie
+        # within 5% of each other (32/31 = 1.032, MiB/MB = 1.049, GiB/GB = 1.074)
+        best = None
+        if ratio > 0 and np.isfinite(ratio):
+            for factor, why in known.items():
+                dist = abs(abs(math.log(ratio)) - abs(math.log(factor)))
+                if dist <= math.log(1.05) and (best is None or dist < best[0]):
+                    best = (dist, factor, why)
+        if best is not None:
+            hints.append(f"off by a factor of {best[1]:,g}: {best[2]}")
     else:
         bad = ~np.isclose(g, w, rtol=rtol, atol=atol)
         idx = tuple(int(i) for i in np.argwhere(bad)[0])

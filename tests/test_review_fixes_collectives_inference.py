@@ -1,0 +1,39 @@
+"""Checker fixes from a learner review of notebooks 09 and 12: a hint names the slip the answer shows (the closest
+known ratio, GiB versus GB among them), and the TP all-reduce problem at TP = 8 tells the ring-factor slips apart."""
+from trnsim.course.check import expect_close
+from trnsim.course.exercises.scaling import check_tp_decode_allreduce_bytes
+from trnsim.training import model
+
+N_CHUNKS = {32 / 31: "each pass sends N-1 of the N chunks"}
+
+
+def _hints(result) -> str:
+    return " ".join(result.hints)
+
+
+def test_a_gib_read_as_gb_is_named_not_mistaken_for_the_chunk_count():
+    want = 2 * 31 / 32 * 2**30
+    r = expect_close("busbw bytes", 2 * 31 / 32 * 1e9, want, factor_hints=N_CHUNKS)
+    assert not r.passed and "GiB versus GB" in _hints(r) and "chunks" not in _hints(r)
+    r = expect_close("busbw bytes", 2 * 2**30, want, factor_hints=N_CHUNKS)
+    assert not r.passed and "chunks" in _hints(r) and "GiB" not in _hints(r)
+
+
+def test_the_closest_slip_wins_and_no_hint_is_forced():
+    r = expect_close("t", 2.5, 5.0, factor_hints={2: "half of it", 1.9375: "2(p-1)/p"})
+    assert "half of it" in _hints(r) and "2(p-1)/p" not in _hints(r)
+    r = expect_close("t", 3.0, 5.0, factor_hints={2: "half of it"})
+    assert "off by a factor" not in _hints(r)
+
+
+def test_tp8_all_reduce_bytes_hints_tell_the_ring_factor_slips_apart():
+    m = model("llama3.1-8b")
+    per_buffer = 8 * m.d_model * 2
+    right = m.n_layers * 2 * (2 * 7 / 8) * per_buffer
+    assert check_tp_decode_allreduce_bytes(right, tp=8).passed
+    twice = check_tp_decode_allreduce_bytes(m.n_layers * 2 * 2 * per_buffer, tp=8)
+    once = check_tp_decode_allreduce_bytes(m.n_layers * 2 * per_buffer, tp=8)
+    one_per_layer = check_tp_decode_allreduce_bytes(right / 2, tp=8)
+    assert "not 2 times" in _hints(twice)
+    assert "not the buffer once" in _hints(once)
+    assert "two all-reduces per layer" in _hints(one_per_layer)
