@@ -10,20 +10,32 @@ from matplotlib.axes import Axes
 from trnsim.serving.estimate import ServingEstimate, estimate, kv_bytes_per_token
 from trnsim.serving.hardware import GIB, serving_hardware
 
-_COLORS = {"compute": "tab:blue", "HBM bandwidth": "tab:orange", "collective": "tab:red"}
+_COLORS = {"compute": "tab:blue", "HBM bandwidth": "tab:orange", "collective": "tab:red",
+           "softmax engines": "tab:green", "operator starts": "tab:gray"}
+_TERMS = (("compute", "compute_ms"), ("HBM bandwidth", "hbm_ms"), ("collective", "collective_ms"),
+          ("softmax engines", "engine_ms"), ("operator starts", "fixed_ms"))
+
+
+def _phase_label(name: str, p: Any) -> str:
+    """'decode step (TPOT)\n= 22.6 ms (physics 28.6 x 0.79), bound by ...': the total, and where a calibrated factor
+    scales the physics, both (the bars are physics terms, so a scaled total can be shorter than a bar)."""
+    if abs(p.residual - 1.0) > 1e-9:
+        return f"{name}\n= {p.total_ms:,.1f} ms (physics {p.physics_ms:,.1f} x {p.residual:.2f}), bound by {p.binding}"
+    return f"{name}\n= {p.total_ms:,.1f} ms, bound by {p.binding}"
 
 
 def phase_breakdown(ax: Axes, est: ServingEstimate) -> Axes:
-    """Grouped bars (ms) of compute, HBM traffic and collectives for prefill and one decode step."""
+    """Grouped bars (ms, log scale) of the physics terms of prefill and one decode step: compute, HBM traffic,
+    collectives, the softmax engines and the per-operator DMA starts."""
     phases = [("prefill (TTFT)", est.prefill), ("decode step (TPOT)", est.decode)]
     x = np.arange(len(phases))
-    w = 0.25
-    for i, (name, attr) in enumerate((("compute", "compute_ms"), ("HBM bandwidth", "hbm_ms"), ("collective", "collective_ms"))):
+    w = 0.16
+    for i, (name, attr) in enumerate(_TERMS):
         vals = [getattr(p, attr) for _, p in phases]
-        ax.bar(x + (i - 1) * w, vals, w, color=_COLORS[name], label=name)
-    ax.set_xticks(x, [f"{n}\n= {p.total_ms:,.1f} ms, bound by {p.binding}" for n, p in phases], fontsize=8)
+        ax.bar(x + (i - (len(_TERMS) - 1) / 2) * w, vals, w, color=_COLORS[name], label=name)
+    ax.set_xticks(x, [_phase_label(n, p) for n, p in phases], fontsize=8)
     ax.set_yscale("log")
-    ax.set_ylabel("time (ms, log scale)")
+    ax.set_ylabel("physics term (ms, log scale)")
     ax.set_title(f"{est.model} on {est.instance}, tp={est.tp}, batch={est.batch}")
     ax.legend(fontsize=8)
     return ax
@@ -31,8 +43,9 @@ def phase_breakdown(ax: Axes, est: ServingEstimate) -> Axes:
 
 def memory_bar(ax: Axes, est: ServingEstimate) -> Axes:
     """One stacked bar per device: weights + KV cache against the device memory."""
-    ax.barh([0], [est.weights_gib_per_device], color="tab:purple", label="weights")
-    ax.barh([0], [est.kv_cache_gib_per_device], left=[est.weights_gib_per_device], color="tab:green", label="KV cache")
+    ax.barh([0], [est.weights_gib_per_device], color="tab:purple", label=f"weights {est.weights_gib_per_device:.2f} GiB")
+    ax.barh([0], [est.kv_cache_gib_per_device], left=[est.weights_gib_per_device], color="tab:green",
+            label=f"KV cache {est.kv_cache_gib_per_device:.2f} GiB")   # (a sliver at batch 1: the label says how much)
     ax.axvline(est.device_memory_gib, color="black", ls="--", label=f"device memory {est.device_memory_gib:.1f} GiB")
     ax.set_yticks([0], ["per device"])
     ax.set_xlabel("GiB")
@@ -71,17 +84,26 @@ def batch_sweep(ax: Axes, model: Any, instance: str, tp: int, batches: Sequence[
     tpot = [e.tpot_ms for e in ests]
     fits = np.array([e.fits for e in ests])
     b = np.asarray(batches)
-    ax.plot(b, tok, color="tab:blue")
-    ax.scatter(b[fits], np.asarray(tok)[fits], color="tab:blue", zorder=3, label="tokens/s (fits)")
-    ax.scatter(b[~fits], np.asarray(tok)[~fits], facecolor="white", edgecolor="tab:blue", zorder=3,
-               label="does not fit")
+    tok_a, tpot_a = np.asarray(tok), np.asarray(tpot)
+    # solid through the batches that fit, dashed on to those that do not (a learner must not read them as reachable)
+    last = int(np.flatnonzero(fits)[-1]) if fits.any() else -1
+    ax.plot(b[:last + 1], tok_a[:last + 1], color="tab:blue")
+    if last + 1 < len(b):
+        ax.plot(b[max(last, 0):], tok_a[max(last, 0):], color="tab:blue", ls="--", alpha=0.6)
+    ax.scatter(b[fits], tok_a[fits], color="tab:blue", zorder=3, label="tokens/s (fits)")
+    ax.scatter(b[~fits], tok_a[~fits], facecolor="white", edgecolor="tab:blue", s=60, lw=1.5, zorder=4,
+               label="does not fit (KV cache + weights > memory)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
     ax.set_ylabel("output tokens/s per instance", color="tab:blue")
     ax2 = ax.twinx()
-    ax2.plot(b, tpot, color="tab:orange", marker="s", ms=3)
+    ax2.plot(b[:last + 1], tpot_a[:last + 1], color="tab:orange", marker="s", ms=3)
+    if last + 1 < len(b):
+        ax2.plot(b[max(last, 0):], tpot_a[max(last, 0):], color="tab:orange", marker="s", ms=3, ls="--", alpha=0.6)
     ax2.set_ylabel("TPOT (ms)", color="tab:orange")
     ax2.grid(False)
+    ax.set_zorder(ax2.get_zorder() + 1)   # the throughput markers above the TPOT line where the axes coincide
+    ax.patch.set_visible(False)
     ax.set_title(f"Batching: {ests[0].model} on {instance}, tp={tp}")
     ax.legend(fontsize=7, loc="upper left")
     return ax
