@@ -13,9 +13,9 @@ def _hints(result) -> str:
 
 def test_a_gib_read_as_gb_is_named_not_mistaken_for_the_chunk_count():
     want = 2 * 31 / 32 * 2**30
-    r = expect_close("busbw bytes", 2 * 31 / 32 * 1e9, want, factor_hints=N_CHUNKS)
+    r = expect_close("busbw bytes", 2 * 31 / 32 * 1e9, want, unit="B", factor_hints=N_CHUNKS)
     assert not r.passed and "GiB versus GB" in _hints(r) and "chunks" not in _hints(r)
-    r = expect_close("busbw bytes", 2 * 2**30, want, factor_hints=N_CHUNKS)
+    r = expect_close("busbw bytes", 2 * 2**30, want, unit="B", factor_hints=N_CHUNKS)
     assert not r.passed and "chunks" in _hints(r) and "GiB" not in _hints(r)
 
 
@@ -37,3 +37,14 @@ def test_tp8_all_reduce_bytes_hints_tell_the_ring_factor_slips_apart():
     assert "not 2 times" in _hints(twice)
     assert "not the buffer once" in _hints(once)
     assert "two all-reduces per layer" in _hints(one_per_layer)
+
+
+def test_prefix_slips_are_hinted_only_for_bytes_and_only_when_exact():
+    """A fraction, a token count or a day count near 1.05x / 1.07x off is not a MiB / GiB slip (the notebook 11
+    review: bubble 0.25, Chinchilla 1.5e12 tokens and 24.9 days were told 'GiB versus GB')."""
+    from trnsim.course.exercises.training import check_chinchilla, check_model_state_gib
+    from trnsim.course.exercises.scaling import check_bubble_fraction
+    for r in (check_bubble_fraction(0.25), check_chinchilla(1.5e12), expect_close("days", 25.77, 24.0, unit="days"),
+              check_model_state_gib(12.0)):
+        assert not r.passed and "versus" not in _hints(r)
+    assert "GiB versus GB" in _hints(check_model_state_gib(12.55 * 1e9 / 2**30))

@@ -75,6 +75,12 @@ def require(result: CheckResult) -> None:
     print(result)
 
 
+def _names_bytes(unit: str) -> bool:
+    """True for a byte unit or byte rate ("B", "KiB", "GB/s", "bytes"), not for "FLOP/B"-style ratios per byte."""
+    u = unit.strip()
+    return bool(u) and "/B" not in u and ("B" in u.replace("FLOP", "") or "byte" in u.lower())
+
+
 def expect_close(
     title: str,
     got: Any,
@@ -85,12 +91,16 @@ def expect_close(
     unit: str = "",
     hint: str = "",
     factor_hints: Mapping[float, str] | None = None,
+    byte_units: bool | None = None,
 ) -> CheckResult:
     """Pass when ``got`` is within ``rtol``/``atol`` of ``want`` (scalars or arrays).
 
     A scalar answer off by a power of 1000 gets a units hint. ``factor_hints`` adds
     hints for other ratios that mean a specific slip in this exercise, e.g.
     ``{2: "a multiply-add is two FLOPs"}`` or ``{8: "bits versus bytes"}``.
+    ``byte_units``: the answer counts bytes or depends on a byte rate, so MiB versus MB and GiB versus GB are
+    likely slips too (default: when ``unit`` names bytes, e.g. "B", "GiB", "GB/s"); never for other quantities,
+    where a ratio near 1.05 or 1.07 means something else.
     """
     if _unanswered(got):
         return not_answered(title)
@@ -117,16 +127,24 @@ def expect_close(
         msg = f"you have {_fmt(g, unit)}, expected about {_fmt(w, unit)} ({_ratio(ratio)})"
         hints = [hint] if hint else []
         known = {1e3: "check your units (kilo, mega, giga; ms versus us)", 1e6: "check your units",
-                 1e9: "check your units", 2.0**20 / 1e6: "MiB versus MB (2^20 versus 10^6 bytes)",
-                 2.0**30 / 1e9: "GiB versus GB (2^30 versus 10^9 bytes)", **dict(factor_hints or {})}
-        # the known slip closest to the ratio (either way round), if one is within 5%: several slips can lie
-        # within 5% of each other (32/31 = 1.032, MiB/MB = 1.049, GiB/GB = 1.074)
+                 1e9: "check your units", **dict(factor_hints or {})}
+        # binary versus decimal prefixes: exact ratios, matched tightly (1.5%), and only where the answer counts
+        # bytes or comes from a byte rate (elsewhere a ratio near 1.05 or 1.07 means something else)
+        prefixes = {}
+        if byte_units if byte_units is not None else _names_bytes(unit):
+            if "G" not in unit:
+                prefixes[2.0**20 / 1e6] = "MiB versus MB (2^20 versus 10^6 bytes)"
+            if "M" not in unit:
+                prefixes[2.0**30 / 1e9] = "GiB versus GB (2^30 versus 10^9 bytes)"
+        # the known slip closest to the ratio (either way round) within its window: several slips lie within 5%
+        # of each other (32/31 = 1.032, MiB/MB = 1.049, GiB/GB = 1.074)
         best = None
         if ratio > 0 and np.isfinite(ratio):
-            for factor, why in known.items():
-                dist = abs(abs(math.log(ratio)) - abs(math.log(factor)))
-                if dist <= math.log(1.05) and (best is None or dist < best[0]):
-                    best = (dist, factor, why)
+            for table, window in ((known, 1.05), (prefixes, 1.015)):
+                for factor, why in table.items():
+                    dist = abs(abs(math.log(ratio)) - abs(math.log(factor)))
+                    if dist <= math.log(window) and (best is None or dist < best[0]):
+                        best = (dist, factor, why)
         if best is not None:
             hints.append(f"off by a factor of {best[1]:,g}: {best[2]}")
     else:

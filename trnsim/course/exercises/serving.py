@@ -37,6 +37,7 @@ def check_decode_floor_ms(answer: float, model: str = "llama3.1-8b", instance: s
     everything = m.params * DTYPE_BYTES["bf16"] / tp
     want = read / bw * 1e3
     res = expect_close(f"decode floor for {model} on {instance} (tp={tp})", answer, want, rtol=0.02, unit="ms",
+                       byte_units=True,   # a time from a byte rate: GiB/s read as GB/s is a likely slip
                        hint=f"bytes per device = (layer params + vocab x d_model) x 2 / {tp}; per-device bandwidth "
                             f"= instance bandwidth / {hw.devices} {hw.device_label}s")
     embedding = ("you streamed all parameters; the input embedding table is only indexed (one row per token), "
