@@ -76,6 +76,15 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
     title = f"block choice reaching {goal_pct:.0f}% of Tensor Engine peak at {size}^3"
     if any(v is None or v is Ellipsis for v in (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k)):
         return not_answered(title, "try the panel above: block sizes are counts of 128 x 512 tiles")
+    tm, tn, tk = matmul_tiles(target)
+    for dim, tiles, tile in zip("MNK", (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k), (tm, tn, tk)):
+        if int(tiles) > size // tile:
+            # the kernel would quietly shrink the block to the matrix (kernels.matmul.tiles_per_block): say so
+            # rather than grade a block that cannot exist
+            return CheckResult(False, title, f"a {dim} block of {int(tiles)} tiles is larger than the matrix: "
+                                             f"{dim} = {size} holds {size // tile} tiles of {tile}",
+                               (f"tiles_in_block_{dim.lower()} can be at most {size // tile} at this size (the kernel "
+                                "would clamp it there, so the answer would not be the block you chose)",))
     uneven = _uneven_blocks(size, (tiles_in_block_m, tiles_in_block_n, tiles_in_block_k), target)
     if uneven:
         dim, tiles, tile, block = uneven[0]
