@@ -180,3 +180,53 @@ def test_a_broadcast_view_is_not_a_dma_destination():
     with pytest.raises(KernelError, match="err_unsupported_view") as exc:
         nki.simulate(nki.jit(kern))(X)
     assert "read-only" in str(exc.value)
+
+
+# ----------------------------------------------------------------------------- from the review of these fixes
+
+def test_a_broadcast_of_a_runtime_indexed_access_is_refused_not_read_from_placeholder_rows():
+    """The rows of an indirect access are known only when the DMA runs; the broadcast must not drop the
+    indirection (it read row 0 for an out-of-range index, and ignored oob_mode)."""
+    z = np.arange(6 * 1 * 8, dtype=np.float32).reshape(6, 1, 8)
+    idx = np.array([4, 1, 5], np.int32).reshape(3, 1)
+
+    def kern(z, idx):
+        it = nl.ndarray((3, 1), nl.int32, nl.sbuf)
+        nisa.dma_copy(dst=it, src=idx)
+        t = nl.ndarray((3, 4, 8), nl.float32, nl.sbuf)
+        nisa.dma_copy(dst=t, src=z.vector_select(0, it).broadcast_to((3, 4, 8)))
+        return _copy_out(t)
+
+    with pytest.raises(KernelError, match="err_unsupported_view") as exc:
+        nki.simulate(nki.jit(kern))(z, idx)
+    assert "runtime-indexed" in str(exc.value) and "then broadcast the tile" in str(exc.value)
+
+
+def test_an_empty_view_still_has_an_offset():
+    seen = {}
+
+    def kern(x):
+        seen.update(cols=x[:, 8:8].offset, rows=x[4:4, :].offset, mid=x[1:1, 3:5].offset)
+        return _copy_out(x)
+
+    nki.simulate(nki.jit(kern))(X)
+    assert seen == {"cols": 8, "rows": 32, "mid": 8 + 3}
+
+
+def test_beta1_read_modify_write_into_a_broadcast_view_is_refused_by_name():
+    import trnsim.neuronxcc.nki as bnki
+    import trnsim.neuronxcc.nki.isa as bisa
+    import trnsim.neuronxcc.nki.language as bnl
+
+    @bnki.jit
+    def kern(x):
+        out = bnl.ndarray((1, 8), dtype=bnl.float32, buffer=bnl.shared_hbm)
+        bnl.store(out, value=bnl.load(x))
+        t4 = bnl.ndarray((4, 8), dtype=bnl.float32, buffer=bnl.sbuf)
+        t4[...] = bnl.zeros((4, 8), bnl.float32)
+        bisa.dma_copy(dst=out.broadcast_to((4, 8)), src=t4, dst_rmw_op=np.add)
+        return out
+
+    with pytest.raises(KernelError, match="err_unsupported_view") as exc:
+        bnki.simulate_kernel(kern, X[0:1])
+    assert "read-only" in str(exc.value)

@@ -179,3 +179,33 @@ def test_a_tensor_engine_transpose_costs_what_the_matmul_it_is_costs(target):
         assert split.multiply_moving_cycles == matmul_split(mm, core).multiply_moving_cycles
         cycles[dtype] = compute_cycles(tp, core).cycles
     assert cycles[nl.float32] > cycles[nl.bfloat16]
+
+
+def test_a_matmul_waiting_only_on_matmuls_pays_no_dependency_overhead():
+    """Matmuls accumulating in PSUM are not dependent in the semaphore sense (perf_model.json
+    dependent_instruction_overhead); the exposed-overhead formula must not read the 'no other engine' sentinel
+    as a time (review of the fix above)."""
+    import dataclasses
+
+    from trnsim.perf.build import matmul
+    from trnsim.perf.schedule import schedule_instructions
+
+    a = matmul(128, 128, 64)
+    b = dataclasses.replace(matmul(128, 128, 64), index=1, deps=(0,))
+    c = dataclasses.replace(matmul(128, 128, 512), index=2, deps=(1,))
+    for target in ("trn1", "trn2", "trn3"):
+        t = trnsim.target(target)
+        tl = schedule_instructions([a, b, c], t.core, t.chip)
+        assert tl.overhead_ns.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_dma_exercise_hint_follows_the_block_of_8_rule():
+    from trnsim.course.exercises.single_core import check_dma_time
+    from trnsim.models.matmul_math import dma_load_cost
+
+    d = dma_load_cost(9, 1024, "float32", "trn1")
+    r = check_dma_time(9, 1024, "float32", 1.0)
+    assert "8 partitions = 32,768 B" in " ".join(r.hints)
+    # following the hint gives the model's answer
+    assert check_dma_time(9, 1024, "float32", 1300 + 8 * 1024 * 4 / 17).passed
+    assert d.time_ns == pytest.approx(1300 + 8 * 1024 * 4 / 17)

@@ -146,7 +146,7 @@ def dma_queue_us(count: int, bytes_each: float, target: str = "trn1") -> float:
 
 def queue_groups(target: str = "trn1") -> int:
     """How the transfers of a kernel share DMA queues on ``target``: 0 = one in-order queue per HBM tensor
-    (NC-v2, trnsim's rule), k > 0 = all transfers alternate over k hardware-DGE queues (NC-v3).
+    (NC-v2, trnsim's rule), k > 0 = all transfers alternate over k hardware-DGE queues (NC-v3, NC-v4).
     perf_model.json ``dma_queue_assignment`` / ``dma_hwdge_trigger_queues``."""
     from trnsim.perf import model_data
 
@@ -192,7 +192,7 @@ def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf1
              transfers: Mapping[str, tuple[int, int]] | None = None) -> Envelope:
     """Lower bounds: ``flops / Tensor Engine peak``, ``bytes / (DMA engines x engine rate)`` and, with
     ``transfers`` ({tensor: (count, bytes each)}), the busiest DMA queue (:func:`dma_queue_us`): one queue per
-    tensor on NC-v2, the transfers spread evenly over the hardware-DGE queues on NC-v3."""
+    tensor on NC-v2, the transfers spread evenly over the hardware-DGE queues on NC-v3 and NC-v4."""
     c = _target(target).core
     peak = c.tensor_peak_tflops(dtype)
     queue_us, queue_name = 0.0, ""

@@ -803,11 +803,22 @@ class View(NkiTensorMethods):
         """Flat (row-major) element offset of this view's first element in its tensor."""
         t = self.tensor
         if self.adv is not None:
-            idx = tuple(int(np.broadcast_to(a.values(), self.shape).flat[0]) if isinstance(a, IndexExpr) else int(a)
-                        for a in self.adv)
+            idx = []
+            for a in self.adv:
+                if isinstance(a, IndexExpr):
+                    vals = a.values()
+                    idx.append(int(vals.flat[0]) if vals.size else 0)
+                else:
+                    idx.append(int(a))
         else:
-            idx = tuple(r[1] for r in self.ranges)
-        return int(np.ravel_multi_index(idx, t.shape)) if t.shape else 0
+            idx = [r[1] for r in self.ranges]
+        # row-major over the tensor's shape, without a bounds check: an empty view (x[:, 8:8]) starts one past
+        # the end of its dimension, and still has an offset
+        off, stride = 0, 1
+        for i, n in zip(reversed(idx), reversed(t.shape)):
+            off += i * stride
+            stride *= n
+        return int(off)
 
     def ap(self, pattern, offset: int | None = None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
            dtype=None) -> "View":
@@ -1235,9 +1246,19 @@ class Broadcast:
         ``.ap()`` builds: NKI 0.6 implements ``broadcast`` on top of ``.ap()`` (nki-aps.rst), so a DMA reads a
         broadcast view as it reads the equivalent stride-0 access pattern."""
         v = self.view
+        if getattr(v, "runtime_index", None) is not None:
+            # the rows of a runtime-indexed (indirect) access are known only when the DMA runs; repeating them
+            # would need the indirection carried through, which trnsim does not do
+            raise KernelError("err_unsupported_view", f"a broadcast {fmt_shape(self.shape)} of a runtime-indexed "
+                              f"(indirect) access {fmt_shape(v.shape)} as a DMA source",
+                              "gather the rows into an SBUF tile first (dma_copy of the indirect access), then "
+                              "broadcast the tile")
         idx = [np.ascontiguousarray(np.broadcast_to(a, self.shape)) for a in v._tensor_indices()]
         out = View(v.tensor, None, tuple(IndexExpr(len(self.shape), None, arr=a) for a in idx))
-        out.ap_run = _ap_contiguous_run([(int(st), int(n)) for st, n in self.get_pattern()])
+        try:
+            out.ap_run = _ap_contiguous_run([(int(st), int(n)) for st, n in self.get_pattern()])
+        except KernelError:   # index-expression rows that are not an affine pattern: runs of one element
+            out.ap_run = 1
         return out
 
     _VIEW_OPS = frozenset({"reshape", "permute", "slice", "select", "vector_select", "expand_dim", "squeeze_dim",

@@ -85,7 +85,7 @@ class DmaPlan:
         return max(self.fixed_ns, self.data_ns_per_engine)
 
 
-def _partitions_on_busiest_engine(partitions: int, engines: int, partitions_per_engine: int) -> int:
+def partitions_on_busiest_engine(partitions: int, engines: int, partitions_per_engine: int) -> int:
     """Partitions the busiest of ``engines`` engines moves: each engine serves a block of
     ``partitions_per_engine`` consecutive partitions (perf_model.json dma_engine_assignment, N-DMA: "each engine
     typically serves 8 of 128 partitions"), so 9 partitions are 8 + 1, not 5 + 4; beyond ``engines`` blocks the
@@ -107,7 +107,7 @@ def dma_plan(instr: Instruction, params: DmaParams) -> DmaPlan:
     desc = max(desc, 1.0)
     descs_per_partition = max(1, math.ceil(bpp / desc)) if bpp > 0 else 0
     n_eng = max(1, min(params.engines, math.ceil(parts / params.partitions_per_engine)))
-    parts_per_eng = _partitions_on_busiest_engine(parts, n_eng, params.partitions_per_engine)
+    parts_per_eng = partitions_on_busiest_engine(parts, n_eng, params.partitions_per_engine)
     bytes_e = parts_per_eng * bpp
     extra_descs_e = parts_per_eng * (descs_per_partition - 1) if descs_per_partition > 1 else 0
     buffers = {o.buffer for o in instr.reads + instr.writes}
@@ -140,7 +140,7 @@ def stream_throughput_fraction(bytes_per_partition: float, params: DmaParams, pa
         raise ValueError(f"stream_throughput_fraction: bytes_per_partition={bytes_per_partition} and "
                          f"partitions={partitions} must be > 0")
     n_eng = max(1, min(params.engines, math.ceil(partitions / params.partitions_per_engine)))
-    bytes_e = _partitions_on_busiest_engine(partitions, n_eng, params.partitions_per_engine) * bytes_per_partition
+    bytes_e = partitions_on_busiest_engine(partitions, n_eng, params.partitions_per_engine) * bytes_per_partition
     data = bytes_e / params.hbm_capped_engine_bytes_per_ns
     return partitions * bytes_per_partition / (max(params.fixed_ns, data) * params.peak_bytes_per_ns)
 
@@ -155,4 +155,5 @@ def published_curve(params: DmaParams) -> list[tuple[int, float]]:
 
 
 __all__ = ["DmaParams", "DmaPlan", "dma_params", "dma_plan", "dma_cost_ns", "stream_throughput_fraction",
+           "partitions_on_busiest_engine",
            "published_curve"]

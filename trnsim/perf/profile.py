@@ -51,7 +51,7 @@ class Profile:
     instructions_by_engine: Mapping[str, int]
     dma_bytes: int
     dma_transfers: int
-    hbm_bytes: int                               # bytes of transfers with an HBM side
+    hbm_bytes: int                               # HBM bytes moved by transfers (an HBM -> HBM copy counts twice)
     dma_bytes_per_partition_median: float        # median over transfers, weighted by bytes
     dma_efficiency: float                        # bytes-weighted descriptor efficiency (0..1)
     flops: int

@@ -4,10 +4,11 @@ An instruction starts when (1) its engine has finished the previous instruction 
 stream, (2) every instruction in ``deps`` (RAW, WAR and WAW overlaps computed by the tracer)
 has finished, (3) on NC-v2, the SBUF/PSUM port it shares with another engine is free
 (N-ARCH2), and (4) if it is the first use of a tile, SBUF/PSUM has room for it at that time
-(``_Capacity``). A compute instruction that waits on a dependency also pays the exposed fixed
-overhead (``cost.dependent_overhead_cycles``). A DMA transfer is a two-stage pipeline in its queue
-(queue rule, perf_model.json ``dma_queue_assignment``: on NC-v3 one queue per hardware-DGE trigger engine,
-transfers alternating; elsewhere one queue per HBM tensor, ``_queue_key``): its fixed set-up (~1.3 us)
+(``_Capacity``). A compute instruction that waits on a dependency also pays the dependent-instruction
+overhead (``cost.dependent_overhead_cycles``), as far as it is exposed: it starts when the dependency is met and
+overlaps whatever else the engine runs until the instruction can start. A DMA transfer is a two-stage pipeline in its queue
+(queue rule, perf_model.json ``dma_queue_assignment``: on NC-v3 and NC-v4 one queue per hardware-DGE trigger
+engine, transfers alternating; on NC-v2 one queue per HBM tensor, ``_queue_key``): its fixed set-up (~1.3 us)
 starts when its inputs are ready and the queue's previous set-up is done, and its data then moves,
 in queue order, on the earliest-free DMA engines (one transfer per engine at a time; it may fill an
 idle gap left by another queue). A queue thus issues one transfer per ``max(fixed, data)``.
@@ -723,8 +724,8 @@ def _schedule(instructions: list[Instruction], core: Any, chip: Any,
             # access start-up, data/perf_model.json dependent_instruction_overhead) begins then, and overlaps
             # whatever else the engine runs until s: only the part after s is exposed (all of it when the engine
             # sat idle waiting, none when earlier work outlasts it)
-            r_dep = ready_other if e == TENSOR else ready
-            exposed = r_dep + ovh_ns[e] - s
+            r_dep = ready_other if e == TENSOR else ready   # (Tensor: -1 when it waits on matmuls only: none)
+            exposed = r_dep + ovh_ns[e] - s if r_dep >= 0.0 else 0.0
             if exposed > _EPS:
                 if exposed > ovh_ns[e]:
                     exposed = ovh_ns[e]

@@ -147,10 +147,13 @@ def check_dma_time(partitions: int, free: int, dtype: str, answer_ns: Any, targe
 
     core = trnsim.target(target).core
     d = dma_load_cost(partitions, free, dtype, target)
-    per_engine = -(-partitions // d.engines_used) * d.bytes_per_partition
-    hint = (f"fixed {core.dma_fixed_cost_ns:,} ns + bytes per engine / {core.dma_engine_gbytes_per_s} B/ns; "
-            f"{partitions} partitions use {d.engines_used} engine(s) ({core.dma_partitions_per_engine} partitions "
-            f"each), so each engine moves {per_engine:,} B")
+    from trnsim.perf.dma import partitions_on_busiest_engine
+
+    busiest = partitions_on_busiest_engine(partitions, d.engines_used, core.dma_partitions_per_engine)
+    per_engine = busiest * d.bytes_per_partition
+    hint = (f"fixed {core.dma_fixed_cost_ns:,} ns + bytes of the busiest engine / {core.dma_engine_gbytes_per_s} B/ns; "
+            f"{partitions} partitions use {d.engines_used} engine(s), each serving a block of up to "
+            f"{core.dma_partitions_per_engine} partitions, so the busiest moves {busiest} partitions = {per_engine:,} B")
     res = _close(f"one [{partitions} x {free}] {dtype} load on {target}", answer_ns, d.time_ns, rtol=0.1,
                        unit="ns", hint=hint)
     if not res.passed and isinstance(answer_ns, (int, float)) and abs(answer_ns - (d.time_ns - d.fixed_ns)) < 0.1 * d.time_ns:

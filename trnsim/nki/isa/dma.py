@@ -212,6 +212,13 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
                                   "pass an HBM tensor (or an indirect access of one) as dst and an SBUF tile as the "
                                   "value")
         d, s = as_view(dst), as_view(src)
+        if isinstance(d, Broadcast):
+            raise KernelError("err_unsupported_view", f"the destination of a read-modify-write DMA is a broadcast "
+                              f"view {fmt_shape(d.shape)}: a broadcast view is read-only (several elements share one "
+                              "address)", "accumulate into the tensor itself, or into a slice of it")
+        if isinstance(s, Broadcast):
+            raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
+                              "materialise the broadcast into an SBUF tile with nl.copy first")
         name = op_name(dst_rmw_op)
         check_bounds(s, None)
         check_bounds(d, None)
