@@ -167,3 +167,22 @@ def test_out_of_bound_fix_text_follows_the_dialect():
     with pytest.raises(beta1.KernelError) as info:
         beta1.simulate_kernel(beta1_past_end, np.zeros((300, 4), np.float32))
     assert "mask=(index < size)" in str(info.value)
+
+
+def test_a_result_left_in_psum_gets_the_psum_hint_not_the_input_one():
+    """Review of notebook 04: the ReLU written to a PSUM tile and DMA'd to HBM was told to copy the *input* to SBUF."""
+    @nki.jit
+    def relu_via_psum(x):
+        R, C = x.shape
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in range(math.ceil(R / 128)):
+            lo, hi = i * 128, min((i + 1) * 128, R)
+            t = nl.ndarray((hi - lo, C), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[lo:hi, :])
+            y = nl.ndarray((hi - lo, C), dtype=x.dtype, buffer=nl.psum)
+            nisa.activation(dst=y, op=nl.relu, data=t)
+            nisa.dma_copy(dst=out[lo:hi, :], src=y)   # a DMA cannot read PSUM
+        return out
+    res = check_relu_kernel(relu_via_psum)
+    assert not res.passed and "err_unsupported_memory" in str(res)
+    assert "a DMA cannot read PSUM" in str(res) and "copy the input into SBUF" not in str(res)

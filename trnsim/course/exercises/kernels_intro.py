@@ -93,6 +93,10 @@ def check_relu_kernel(kernel: Callable | None, seed: int = 0) -> CheckResult:
             return not_answered(TITLE, "write the body of relu_kernel in place of raise NotImplementedError()")
         except nki.KernelError as err:
             hint = _RULE_HINTS.get(err.rule, "read the rule and the fix the simulator suggests")
+            if err.rule == "err_unsupported_memory" and "'psum'" in str(err):
+                # the result tile is in PSUM, which a DMA cannot read: the input side is not the problem
+                hint = ("a DMA cannot read PSUM: allocate the result tile in SBUF (buffer=nl.sbuf), or copy the "
+                        "PSUM tile to an SBUF tile with nisa.tensor_copy before copying it to HBM")
             return CheckResult(False, TITLE, f"the simulator rejected the kernel {where}:\n"
                                + _indent(format_kernel_error(err)), (hint,))
         except Exception as err:  # a Python error inside the learner's code: show it, do not crash

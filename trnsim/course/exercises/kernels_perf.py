@@ -224,7 +224,8 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
     base = profile(softmax_two_pass, spec, numerics=False, target="trn1")
     one_pass = rowwise_traffic(*FUSION_PROFILE_SHAPE, 4, 1)
     problems = []
-    if mine.hbm_bytes > 1.05 * one_pass:
+    two_passes = mine.hbm_bytes > 1.05 * one_pass
+    if two_passes:
         problems.append(f"your kernel moves {mine.hbm_bytes / 2**20:.0f} MiB between HBM and SBUF, the two-pass "
                         f"baseline {base.hbm_bytes / 2**20:.0f} MiB, one pass needs {one_pass / 2**20:.0f} MiB "
                         "(read x once, write the output once): keep exp(x - max) in SBUF instead of storing it "
@@ -235,7 +236,10 @@ def check_fused_softmax(kernel: Callable | None, seed: int = 0) -> CheckResult:
                         "bias=neg_max, reduce_op=nl.add, reduce_res=row_sum, "
                         "reduce_cmd=nisa.reduce_cmd.reset_reduce)")
     if problems:
-        return CheckResult(False, title, "right numbers, but not fused yet", tuple(problems))
+        # one pass over HBM with a separate reduction is fused as far as traffic goes: name what is missing
+        what = "right numbers, but not fused yet" if two_passes else \
+            "right numbers in one pass over HBM, but the row sum must come from the exp activation itself"
+        return CheckResult(False, title, what, tuple(problems))
     return CheckResult(True, title, f"right numbers; {base.hbm_bytes / mine.hbm_bytes:.1f}x less HBM traffic and "
                                     f"{base.latency_us / mine.latency_us:.1f}x faster than two passes "
                                     f"({mine.latency_us:.0f} us vs {base.latency_us:.0f} us on {FUSION_PROFILE_SHAPE})")
