@@ -48,3 +48,20 @@ def test_prefix_slips_are_hinted_only_for_bytes_and_only_when_exact():
               check_model_state_gib(12.0)):
         assert not r.passed and "versus" not in _hints(r)
     assert "GiB versus GB" in _hints(check_model_state_gib(12.55 * 1e9 / 2**30))
+
+
+def test_a_sensitive_plan_without_an_s40_basis_names_the_basis_not_a_transfer_route():
+    """Review of notebook 13: every option said 'choose a transfer route', also the in-country ones, whose missing
+    step is the s.40 basis."""
+    import dataclasses
+
+    from trnsim import deploy
+
+    req = dataclasses.replace(deploy.PlanRequest(), data_class="sensitive")
+    options = {o.key: o for o in deploy.plan(req, rank_by="residency")}
+    in_country = options["in-country-gpu"]
+    assert not in_country.residency.ok
+    text = " ".join(in_country.reasons)
+    assert "s.40 basis" in text and "transfer route" not in text
+    ok = dataclasses.replace(req, sensitive_basis="medical_purposes")
+    assert {o.key: o for o in deploy.plan(ok, rank_by="residency")}["in-country-gpu"].residency.ok

@@ -318,7 +318,15 @@ def plan(req: PlanRequest | None = None, **overrides) -> list[PlanOption]:
     for opt in options:
         reasons = [fl.problem for fl in opt.fleets if fl.problem]
         if not opt.residency.ok:
-            reasons.append("residency: " + opt.residency.verdict + " (choose a transfer route)")
+            # name what is missing: an s.40 basis for sensitive data (wherever it is processed) and / or a s.129
+            # transfer route (only where personal data crosses the border)
+            missing = []
+            if req.data_class == "sensitive" and req.sensitive_basis is None:
+                missing.append("record an s.40 basis for sensitive data: sensitive_basis=...")
+            if (opt.residency.cross_border or opt.plan == "cross-border") and req.transfer_route is None:
+                missing.append("choose a transfer route")
+            reasons.append("residency: " + opt.residency.verdict
+                           + (f" ({'; '.join(missing)})" if missing else ""))
         ranked.append(PlanOption(opt.key, opt.label, opt.plan, opt.fleets, opt.residency, tuple(reasons)))
 
     def key(o: PlanOption):
