@@ -64,7 +64,7 @@ def test_prices_carry_their_as_of_date_and_missing_prices_are_none():
             assert inst.on_demand_usd_per_hour > 0
     assert trnsim.instance("trn1.32xlarge").on_demand_usd_per_hour == pytest.approx(21.50)
     assert trnsim.instance("trn1.32xlarge").price_as_of == "2023-03-21"
-    assert trnsim.instance("trn2.48xlarge").on_demand_usd_per_hour is None  # no public price found
+    assert trnsim.instance("trn2.48xlarge").on_demand_usd_per_hour is None  # no price in the sources found
 
 
 # ---------------------------------------------------------------- derived consistency

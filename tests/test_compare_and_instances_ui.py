@@ -24,9 +24,9 @@ def test_metric_rows_compute_from_catalog():
 
 def test_missing_price_gives_reason_not_number():
     (row,) = compare.metric_rows(["trn2.48xlarge"], "tflops_per_usd")
-    assert row.value is None and row.reason == "no public On-Demand price"
+    assert row.value is None and row.reason == "no On-Demand price in the sources"
     text = compare.format_rows([row], "tflops_per_usd")
-    assert "n/a" in text and "no public On-Demand price" in text
+    assert "n/a" in text and "no On-Demand price in the sources" in text
 
 
 def test_missing_dtype_gives_reason():

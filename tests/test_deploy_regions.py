@@ -67,7 +67,7 @@ def test_price_factor_singapore_is_about_1_4():
 
 def test_no_public_price_is_none_not_invented():
     q = price("ap-southeast-5", "g6.xlarge")
-    assert q.usd_per_hour is None and q.label == "no public price"
+    assert q.usd_per_hour is None and q.label == "no price in the sources"
     assert listed_price("us-east-2", "trn2.48xlarge").usd_per_hour is None
     proxy = price("ap-southeast-5", "g6.xlarge", proxy_factor=1.4)
     assert proxy.basis == "proxy" and proxy.usd_per_hour == pytest.approx(0.8048 * 1.4)

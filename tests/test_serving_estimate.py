@@ -31,7 +31,7 @@ def test_per_device_hardware_from_catalog():
     assert hw.device_memory_bytes == pytest.approx(16 * 2**30)
     trn2 = serving_hardware("trn2.48xlarge")
     assert trn2.devices == 64 and trn2.device_memory_bytes == pytest.approx(24 * 2**30)
-    assert trn2.usd_per_hour is None  # no public price: never invented
+    assert trn2.usd_per_hour is None  # no price in the sources: never invented
     l4 = serving_hardware("g6.xlarge")
     assert (l4.kind, l4.device_hbm_bytes_per_s, l4.device_tflops["bf16"]) == ("gpu", 300e9, 121.0)
 
@@ -75,7 +75,7 @@ def test_cost_per_million_tokens():
     e = estimate("llama3.1-8b", "inf2.xlarge", tp=2, batch=4)
     assert e.cost_per_million_output_tokens_usd == pytest.approx(0.758 / (e.tokens_per_s * 3600) * 1e6)
     assert estimate("llama3.1-8b", "trn2.48xlarge", tp=8).cost_per_million_output_tokens_usd is None
-    assert "no public price" in estimate("llama3.1-8b", "trn2.48xlarge", tp=8).summary()
+    assert "no price in the sources" in estimate("llama3.1-8b", "trn2.48xlarge", tp=8).summary()
 
 
 def test_memory_fit_and_max_batch():

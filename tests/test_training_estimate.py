@@ -91,7 +91,7 @@ def test_cost_uses_catalog_price_or_says_no_public_price():
     assert e.days_to_train(1e12) == pytest.approx(1e12 / e.tokens_per_s / 86400)
     e2 = tr.estimate("llama2-7b", "trn2.48xlarge", nodes=2, tp=8, pp=1, seq_len=4096, global_batch=256)
     assert e2.usd_per_step is None and e2.usd_to_train(1e12) is None
-    assert "no public price" in e2.summary()
+    assert "no price in the sources" in e2.summary()
 
 
 def test_tensor_parallel_time_comes_from_trnsim_cluster():

@@ -17,7 +17,7 @@ def test_planner_panel_searches_and_reacts():
     p.nodes.value = 8
     assert p.result.best.step_time_s < first  # twice the nodes, shorter steps
     p.instance.value = "trn2.48xlarge"
-    assert "no public price" in p.summary
+    assert "no price in the sources" in p.summary
     p.instance.value = "dgx-a100-80gb"
     assert "GPU" in p.summary
 

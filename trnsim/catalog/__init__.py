@@ -320,7 +320,7 @@ class InstanceSpec:
         price = (
             f"${self.on_demand_usd_per_hour:g}/h On-Demand (as of {self.price_as_of})"
             if self.on_demand_usd_per_hour is not None
-            else "no public On-Demand price"
+            else "no On-Demand price in the sources"
         )
         return (
             f"{self.name}: {self.chips} x {self.chip_spec.display_name}, {self.neuroncores} NeuronCores, "

@@ -69,7 +69,7 @@ class Offering:
 
 @dataclass(frozen=True)
 class PriceQuote:
-    """An hourly on-demand price. ``usd_per_hour`` is None when no public price exists.
+    """An hourly on-demand price. ``usd_per_hour`` is None when no price in the sources exists.
 
     ``basis`` is 'listed' (a published price for this region), 'proxy' (a price from another
     region times a price factor: an estimate, clearly labelled) or 'none'.
@@ -86,7 +86,7 @@ class PriceQuote:
     @property
     def label(self) -> str:
         if self.usd_per_hour is None:
-            return "no public price"
+            return "no price in the sources"
         tag = "" if self.basis == "listed" else f" (estimate: {self.note})"
         return f"${self.usd_per_hour:,.2f}/h{tag}"
 
@@ -170,7 +170,7 @@ def listed_price(code: str, instance: str) -> PriceQuote:
     if rec is None or rec["value"] is None:
         note = rec.get("note", "") if rec else "no price in the project's sources"
         src = rec["source"] if rec else ""
-        return PriceQuote(code, instance, None, "none", src, None, note or "no public price")
+        return PriceQuote(code, instance, None, "none", src, None, note or "no price in the sources")
     src = data["sources"][rec["source"]]
     return PriceQuote(code, instance, float(rec["value"]), "listed", rec["source"], src["as_of"], rec.get("note", ""))
 

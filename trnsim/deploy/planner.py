@@ -135,7 +135,7 @@ class PlanOption:
 
     def row(self) -> str:
         sized = all(f.instances is not None for f in self.fleets)
-        cost = "-" if not sized else "no public price" if self.usd_per_month is None else f"${self.usd_per_month:>9,.0f}{'*' if self.estimated_price else ' '}"
+        cost = "-" if not sized else "no price in the sources" if self.usd_per_month is None else f"${self.usd_per_month:>9,.0f}{'*' if self.estimated_price else ' '}"
         co2 = "n/a" if self.kgco2e_per_month is None else f"{self.kgco2e_per_month:,.0f} kg"
         ttft = "-" if self.user_ttft_p99_ms is None else f"{self.user_ttft_p99_ms:,.0f} ms"
         inst = " + ".join(f"{f.instances if f.instances is not None else '?'}x {f.instance}@{f.region}" for f in self.fleets)
@@ -350,7 +350,7 @@ def report(options: list[PlanOption]) -> str:
     """A text table of ranked options, with footnotes on estimates and scenarios."""
     lines = [o.row() for o in options]
     if any(o.estimated_price for o in options):
-        lines.append("* estimated price: no public on-demand price in that region; us-east-1 price x a proxy factor")
+        lines.append("* estimated price: no on-demand price for that region in the sources; us-east-1 price x a proxy factor")
     if any(o.hypothetical for o in options):
         lines.append("SCENARIO: no source lists Trainium/Inferentia in ap-southeast-5 as of the data date")
     return "\n".join(lines)

@@ -117,7 +117,7 @@ def metric_rows(names: Sequence[str], metric: str, dtype: str = "bf16") -> list[
         reason = ""
         if value is None:
             if m.needs_price and price_quote(inst) is None:
-                reason = "no public On-Demand price"
+                reason = "no On-Demand price in the sources"
             else:
                 reason = f"{inst.chip_spec.display_name} has no published {dtype.upper()} figure"
         q = price_quote(inst) if m.needs_price else None
@@ -223,7 +223,7 @@ def format_instance_table(family: str | None = None) -> str:
     for i in instances(family):
         net = "-" if i.efa_gbits_per_s is None else ("up to " if i.efa_up_to else "") + format(i.efa_gbits_per_s, ",.0f")
         q = price_quote(i)
-        price = "no public price" if q is None else f"{q.usd_per_hour:g} ({q.region}, {q.as_of})"
+        price = "no price in the sources" if q is None else f"{q.usd_per_hour:g} ({q.region}, {q.as_of})"
         lines.append(
             f"{i.name:<22}{i.chips:>6}{i.neuroncores:>7}{num(i.device_memory_gib):>9}{num(i.device_memory_gbytes_per_s):>10}"
             f"{num(i.neuronlink_gbytes_per_s_per_chip):>15}{net:>16}  {price:<24}"

@@ -121,7 +121,7 @@ class ServingEstimate:
         if not self.fits:   # a plan that cannot run has no cost per token to quote
             cost = "no cost per token (it does not fit)"
         elif self.cost_per_million_output_tokens_usd is None:
-            cost = "no public price"
+            cost = "no price in the sources"
         else:
             cost = f"${self.cost_per_million_output_tokens_usd:,.2f} per 1M output tokens ({self.price_note})"
         fit = "fits" if self.fits else "DOES NOT FIT"

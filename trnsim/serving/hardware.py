@@ -63,7 +63,7 @@ def _neuron(name: str) -> ServingHardware:
     region = inst.price_region or "region not named by AWS's benchmark price table"
     price_note = (
         f"On-Demand ${inst.on_demand_usd_per_hour:g}/h ({region}, as of {inst.price_as_of})"
-        if inst.on_demand_usd_per_hour is not None else "no public price"
+        if inst.on_demand_usd_per_hour is not None else "no price in the sources"
     )
     return ServingHardware(
         instance=inst.name, kind="neuron", accelerator=chip.name, accelerators=int(inst.chips), devices=devices,
@@ -87,7 +87,7 @@ def _gpu(name: str) -> ServingHardware:
         device_tflops={"bf16": dense, "fp16": dense},
         device_memory_bytes=float(gpu["memory_gbytes"]["value"]) * 1e9,
         device_hbm_bytes_per_s=float(gpu["memory_gbytes_per_s"]["value"]) * 1e9,
-        usd_per_hour=usd, price_note="us-east-1 on-demand (Karpenter, 2026-07-20)" if usd else "no public price",
+        usd_per_hour=usd, price_note="us-east-1 on-demand (Karpenter, 2026-07-20)" if usd else "no price in the sources",
     )
 
 

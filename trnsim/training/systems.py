@@ -104,7 +104,7 @@ def _gpu_system(name: str, r: dict[str, Any]) -> SystemSpec:
         memory_bytes_per_device=float(value(r["memory_gib"])) * GIB,
         hbm_gbytes_per_s_per_device=float(value(r["hbm_gbytes_per_s"])),
         supported_tp=tuple(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= int(value(r["max_tp"]))),
-        usd_per_node_hour=value(r["usd_per_node_hour"]), price_note="no public price",
+        usd_per_node_hour=value(r["usd_per_node_hour"]), price_note="no price in the sources",
         intra_gbytes_per_s=float(value(r["intra_node_gbytes_per_s"])),
         intra_efficiency=float(value(r["intra_node_efficiency"])),
         intra_latency_us=float(value(r["intra_node_latency_us"])),
@@ -128,7 +128,7 @@ def _neuron_system(inst: Any) -> SystemSpec:
         supported = tuple(t for t in supported if t <= devices)
     price = inst.on_demand_usd_per_hour
     note = (f"On-Demand ${price:g}/h ({inst.price_region or 'region not stated'}, as of {inst.price_as_of})"
-            if price is not None else "no public price")
+            if price is not None else "no price in the sources")
     return SystemSpec(
         name=inst.name, kind="neuron", display_name=inst.display_name, device_name="NeuronCore",
         devices_per_node=devices, peak_tflops_per_device=peaks,

@@ -130,7 +130,7 @@ def generations(ax: Axes, rows: Sequence[ServingEstimate]) -> Axes:
     y = np.arange(len(rows))
     ax.barh(y, [c if c is not None else 0 for c in costs], color="tab:green", alpha=0.7)
     for i, (e, c) in enumerate(zip(rows, costs)):
-        txt = f"${c:,.2f}" if c is not None else "no public price"
+        txt = f"${c:,.2f}" if c is not None else "no price in the sources"
         ax.annotate(f"{txt}  (TPOT {e.tpot_ms:.1f} ms)", (c or 0, i), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=7)
     ax.set_yticks(y, labels, fontsize=7)
