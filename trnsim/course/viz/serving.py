@@ -20,8 +20,8 @@ def _phase_label(name: str, p: Any) -> str:
     """'decode step (TPOT)\n= 22.6 ms (physics 28.6 x 0.79), bound by ...': the total, and where a calibrated factor
     scales the physics, both (the bars are physics terms, so a scaled total can be shorter than a bar)."""
     if abs(p.residual - 1.0) > 1e-9:
-        return f"{name}\n= {p.total_ms:,.1f} ms (physics {p.physics_ms:,.1f} x {p.residual:.2f}), bound by {p.binding}"
-    return f"{name}\n= {p.total_ms:,.1f} ms, bound by {p.binding}"
+        return f"{name}\n= {p.total_ms:,.1f} ms (physics {p.physics_ms:,.1f} x {p.residual:.2f})\nbound by {p.binding}"
+    return f"{name}\n= {p.total_ms:,.1f} ms\nbound by {p.binding}"
 
 
 def phase_breakdown(ax: Axes, est: ServingEstimate) -> Axes:
@@ -36,8 +36,12 @@ def phase_breakdown(ax: Axes, est: ServingEstimate) -> Axes:
     ax.set_xticks(x, [_phase_label(n, p) for n, p in phases], fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("physics term (ms, log scale)")
+    tops = [getattr(p, attr) for _, p in phases for _, attr in _TERMS if getattr(p, attr) > 0]
+    if tops:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, max(hi, max(tops) * 60))   # headroom above the bars for the legend
     ax.set_title(f"{est.model} on {est.instance}, tp={est.tp}, batch={est.batch}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=3, loc="upper center")
     return ax
 
 
