@@ -209,8 +209,7 @@ def neuron_profile_metrics(trace: Any, tl: Timeline, core: Any, chip: Any, split
     hbm_max = float(chip.hbm_stack_gbytes_per_s)
     if hbm_bytes is None:
         nbytes = np.fromiter((ins[i].bytes_moved for i in didx.tolist()), dtype=np.float64, count=didx.size)
-        sides = tl.dma_hbm_sides if tl.dma_hbm_sides is not None else tl.dma_touches_hbm.astype(np.int8)
-        hbm_bytes = float((nbytes * sides[didx]).sum())   # an HBM -> HBM copy crosses HBM twice
+        hbm_bytes = float((nbytes * tl.hbm_sides()[didx]).sum())   # an HBM -> HBM copy crosses HBM twice
     if hbm_bytes > 0:
         mfu_max = min(100.0, 100.0 * (model_flops / hbm_bytes) / (peak / (hbm_max * 1e9)))
     else:

@@ -180,13 +180,6 @@ class Profile:
         return f"Profile({self.kernel_name} on {self.target}: {self.latency_us:,.2f} us)\n{self.table()}"
 
 
-def _hbm_sides(tl: Timeline) -> np.ndarray:
-    """HBM crossings of each instruction's transfer (0, 1, or 2 for an HBM -> HBM copy)."""
-    if tl.dma_hbm_sides is not None:
-        return tl.dma_hbm_sides
-    return tl.dma_touches_hbm.astype(np.int8)
-
-
 def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     if values.size == 0:
         return 0.0
@@ -252,7 +245,7 @@ def _profile_trace(trace: Trace, target: Any, outputs: Any) -> Profile:
     nbytes = np.fromiter((x.bytes_moved for x in ins), dtype=np.float64, count=len(ins))
     dma_b = nbytes[dma_idx]
     dma_bytes = int(dma_b.sum())
-    hbm_bytes = int((dma_b * _hbm_sides(tl)[dma_idx]).sum())   # an HBM -> HBM copy crosses HBM twice
+    hbm_bytes = int((dma_b * tl.hbm_sides()[dma_idx]).sum())   # an HBM -> HBM copy crosses HBM twice
     bpp = tl.dma_bytes_per_partition[dma_idx]
     wts = dma_b
     eff_num = float((tl.dma_efficiency[dma_idx] * dma_b).sum())

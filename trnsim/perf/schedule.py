@@ -75,6 +75,13 @@ class Timeline:
     cores: int = 1                     # physical cores the instructions ran on (2 for an LNC=2 launch)
     dma_hbm_sides: np.ndarray | None = None   # int8: HBM crossings of each transfer (2 for HBM -> HBM, 0 compute)
 
+    def hbm_sides(self) -> np.ndarray:
+        """HBM crossings of each instruction's transfer (0, 1, or 2 for an HBM -> HBM copy); a Timeline built
+        without ``dma_hbm_sides`` counts one per transfer that touches HBM."""
+        if self.dma_hbm_sides is not None:
+            return self.dma_hbm_sides
+        return self.dma_touches_hbm.astype(np.int8)
+
     @property
     def latency_ns(self) -> float:
         return float(self.end_ns.max()) if self.end_ns.size else 0.0

@@ -108,6 +108,20 @@ def _same_rows(ds: tuple, ss: tuple) -> bool:
     return len(ds) >= 2 and len(ss) >= 2 and ds[0] == ss[0] and math.prod(ds[1:]) == math.prod(ss[1:])
 
 
+def _refuse_broadcast_dst(d, what: str, fix: str) -> None:
+    """A broadcast view is read-only: several of its elements share one address, so no DMA may write it."""
+    if isinstance(d, Broadcast):
+        raise KernelError("err_unsupported_view", f"the destination of {what} is a broadcast view "
+                          f"{fmt_shape(d.shape)}: a broadcast view is read-only (several elements share one address)",
+                          fix)
+
+
+def _refuse_broadcast_src_beta1() -> None:
+    """Beta 1 DMAs do not read broadcast views (NKI 0.6 reads them as stride-0 access patterns)."""
+    raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
+                      "materialise the broadcast into an SBUF tile with nl.copy first")
+
+
 def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "error"):
     ctx = current()
     for v, arg in ((dst, "dst"), (src, "src")):
@@ -117,14 +131,10 @@ def _dma(dst, src, mask, api: str = "dma_copy", dtype=None, oob_mode: str = "err
                               "buffer=nl.shared_hbm)) or an SBUF tile")
     d = as_view(dst)
     s = as_view(src)
-    if isinstance(d, Broadcast):
-        raise KernelError("err_unsupported_view", f"the destination of '{api}' is a broadcast view "
-                          f"{fmt_shape(d.shape)}: a broadcast view is read-only (several elements share one address)",
-                          "write to the tensor itself, or to a slice of it")
+    _refuse_broadcast_dst(d, f"'{api}'", "write to the tensor itself, or to a slice of it")
     if isinstance(s, Broadcast):
         if ctx.dialect == "beta1":
-            raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
-                              "materialise the broadcast into an SBUF tile with nl.copy first")
+            _refuse_broadcast_src_beta1()
         s = s.as_access()   # NKI 0.6: the stride-0 access pattern a broadcast view is (nki-aps.rst)
     dt_, st_ = d.tensor, s.tensor
     dbuf, sbuf_ = dt_.buffer, st_.buffer
@@ -212,13 +222,9 @@ def _dma_copy_beta1(*args, dst=None, src=None, mask=None, dst_rmw_op=None, oob_m
                                   "pass an HBM tensor (or an indirect access of one) as dst and an SBUF tile as the "
                                   "value")
         d, s = as_view(dst), as_view(src)
-        if isinstance(d, Broadcast):
-            raise KernelError("err_unsupported_view", f"the destination of a read-modify-write DMA is a broadcast "
-                              f"view {fmt_shape(d.shape)}: a broadcast view is read-only (several elements share one "
-                              "address)", "accumulate into the tensor itself, or into a slice of it")
+        _refuse_broadcast_dst(d, "a read-modify-write DMA", "accumulate into the tensor itself, or into a slice of it")
         if isinstance(s, Broadcast):
-            raise KernelError("err_unsupported_memory", "DMA source cannot be a broadcast view",
-                              "materialise the broadcast into an SBUF tile with nl.copy first")
+            _refuse_broadcast_src_beta1()
         name = op_name(dst_rmw_op)
         check_bounds(s, None)
         check_bounds(d, None)
