@@ -92,9 +92,12 @@ def test_exercise_checkers_pass_right_and_hint_wrong():
     assert ex.check_instance_choice(150, "inf2.24xlarge")  # 192 GiB; inf1.24xlarge no longer fits
     too_small = ex.check_instance_choice(100, "inf2.xlarge")
     assert not too_small and "32 GiB" in str(too_small)
-    trn1, trn2 = trnsim.chip("trn1"), trnsim.chip("trn2")
-    assert ex.check_ridge_points(190e3 / trn1.hbm_gbytes_per_s, 667e3 / trn2.hbm_gbytes_per_s)
-    assert not ex.check_ridge_points(190 / 820, 667 / 2.9)
+    trn2, trn3 = trnsim.chip("trn2"), trnsim.chip("trn3")
+    assert ex.check_ridge_points(1299e3 / trn2.hbm_gbytes_per_s, 2517e3 / trn3.hbm_gbytes_per_s)
+    assert not ex.check_ridge_points(1299 / 2900, 2517 / 4.9)
+    # the BF16 ridge (printed in the table before the exercise) is named as the slip, per chip
+    bf16 = ex.check_ridge_points(667e3 / trn2.hbm_gbytes_per_s, 671e3 / trn3.hbm_gbytes_per_s)
+    assert not bf16 and str(bf16).count("that is the BF16 ridge point") == 2
 
 
 

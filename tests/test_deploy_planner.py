@@ -78,6 +78,9 @@ def test_carbon_formula_and_bases():
     assert monthly_kgco2e(1000.0, my) == pytest.approx(605.8)
     kw, label = instance_power_kw("nvidia-l4", 8)
     assert kw == pytest.approx(1.2) and "assumption" in label
+    # the L4's board TDP is public (72 W, sourced) and the label says so; Inferentia2 has no public figure
+    assert "sourced 72 W board TDP" in label and "no public figure" not in label
+    assert "no public figure" in instance_power_kw("inferentia2", 1)[1]
     with pytest.raises(DeployError):
         grid_intensity("ap-southeast-5", "market")
 

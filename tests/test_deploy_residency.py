@@ -77,3 +77,20 @@ def test_exercise_checkers():
     assert check_transfer_rules(True, 72, True)
     assert not check_transfer_rules(True, 72, False)
     assert check_transfer_rules(True, 72, False, n_data_subjects=20_000)
+
+
+def test_exercise_checkers_on_the_notebook_cases():
+    # notebook 13 asks for cases the notebook has not printed before the exercise: Kuching -> Singapore,
+    # three inf2.xlarge in Mumbai, 15,000 data subjects (below the DPO threshold)
+    from trnsim.course.exercises.deploy import check_monthly_cost_usd, check_rtt_floor_ms, check_transfer_rules
+    import trnsim.deploy.catalog as reg
+
+    assert check_rtt_floor_ms(7.24, origin="Kuching")
+    assert not check_rtt_floor_ms(3.16, origin="Kuching")       # Kuala Lumpur's floor
+    half = check_rtt_floor_ms(3.62, origin="Kuching")
+    assert not half and any("one way" in h for h in half.hints)
+    usd = 3 * reg.listed_price("ap-south-1", "inf2.xlarge").usd_per_hour * 730
+    assert check_monthly_cost_usd(usd, instances=3, region="ap-south-1")
+    assert not check_monthly_cost_usd(usd * 1.061 / 0.986, instances=3, region="ap-south-1")   # Singapore's price
+    assert check_transfer_rules(True, 72, False, n_data_subjects=15_000)
+    assert not check_transfer_rules(True, 72, True, n_data_subjects=15_000)

@@ -133,6 +133,16 @@ def test_check_block_choice_pass_overflow_and_slow():
     assert not slow and any("DMA-bound" in h for h in slow.hints)
 
 
+def test_check_block_choice_1024_exercise_hints_fit_the_cause():
+    # notebook 05 exercise 2 at 1024^3: 2048's winner covers the whole matrix in one step (nothing to overlap),
+    # so the hint must not ask for bigger M and N blocks (impossible there); a K block of 1 is Vector-bound
+    assert kpc.check_block_choice(4, 2, 4, size=1024, goal_pct=50)
+    whole = kpc.check_block_choice(8, 2, 8, size=1024, goal_pct=50)
+    assert not whole and "only 1 step(s)" in whole.hints[0] and "bigger M and N" not in str(whole)
+    vec = kpc.check_block_choice(4, 2, 1, size=1024, goal_pct=50)
+    assert not vec and any("Vector Engine limits" in h and "8 K steps" in h for h in vec.hints)
+
+
 def test_block_panel_headless():
     from trnsim.course.ui.journey import BlockPanel
 

@@ -151,3 +151,20 @@ def test_the_other_dma_queues_row_counts_them(profs):
     p = profs[0]   # stage 1: rhs loads, lhsT loads and stores on three queues
     assert timeline_rows(p, 1)[-1][0] == "DMA other (2 queues)"
     assert timeline_rows(p, 2)[-1][0] == "DMA other (1 queue)"
+
+
+def test_the_other_dma_queues_row_draws_one_lane_per_queue(profs):
+    # a merged row keeps its queues apart (transfers running side by side in two queues would merge into one
+    # bar): one lane each, set-up and data bars, lanes not overlapping and inside the row
+    p = profs[0]
+    rows = timeline_rows(p, 1)
+    fig, ax = plt.subplots()
+    plot_timeline(p, ax, max_dma_rows=1)
+    n_compute = sum(1 for r in rows if r[1] != "dma")
+    assert len(ax.collections) == n_compute + 2 + 2 * 2
+    merged = ax.collections[-4:]
+    spans = sorted({(round(float(c.get_paths()[0].vertices[:, 1].min()), 6),
+                     round(float(c.get_paths()[0].vertices[:, 1].max()), 6)) for c in merged})
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0]                 # two lanes, one above the other
+    assert spans[0][0] >= -0.38 - 1e-9 and spans[1][1] <= 0.38 + 1e-9     # the bottom row, y = 0
+    plt.close(fig)

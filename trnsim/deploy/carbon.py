@@ -89,11 +89,16 @@ def instance_power_kw(accelerator: str, accelerators: int) -> tuple[float, str]:
 
     check_str("accelerator", accelerator, error=DeployError, what="an accelerator name such as 'inferentia2'")
     check_int("accelerators", accelerators, error=DeployError, min_value=1, max_value=10**6)
-    d = regions_data()["power"]["assumed_instance_w_per_accelerator"]
+    power = regions_data()["power"]
+    d = power["assumed_instance_w_per_accelerator"]
     if accelerator not in d:
         raise DeployError(f"no power assumption for accelerator {accelerator!r}; known: {', '.join(d)}")
     watts = float(value(d[accelerator]))
-    return watts * accelerators / 1000.0, f"{watts:.0f} W per {accelerator} (teaching assumption, no public figure)"
+    chip = power["per_accelerator_w"].get(accelerator)
+    chip_w = value(chip) if chip is not None else None
+    basis = (f"the sourced {float(chip_w):.0f} W {chip.get('note') or 'chip figure'} plus an assumed host share"
+             if chip_w is not None else "no public figure for the chip or the instance")
+    return watts * accelerators / 1000.0, f"{watts:.0f} W per {accelerator} (teaching assumption: {basis})"
 
 
 def monthly_energy_kwh(it_power_kw: float, *, pue_value: float, hours: float = HOURS_PER_MONTH) -> float:

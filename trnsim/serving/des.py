@@ -93,7 +93,8 @@ class SimResult:
         return (
             f"{self.mode} batching, {self.rate_rps:g} req/s on {self.instances} instance(s) / {self.replicas} replica(s): "
             f"latency p50 {self.latency_p50_ms:,.0f} ms, p99 {self.latency_p99_ms:,.0f} ms; TTFT p50 {self.ttft_p50_ms:,.0f} ms, "
-            f"p99 {self.ttft_p99_ms:,.0f} ms; {self.throughput_rps:.2f} req/s served of {self.capacity_rps:.2f} capacity{flag}"
+            f"p99 {self.ttft_p99_ms:,.0f} ms; {self.offered_rps:.2f} req/s arrived (random draw), {self.throughput_rps:.2f} "
+            f"completed (the run includes draining the last requests) of {self.capacity_rps:.2f} capacity{flag}"
         )
 
 

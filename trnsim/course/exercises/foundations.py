@@ -67,17 +67,25 @@ def check_instance_choice(memory_gib_needed: float, answer: str) -> CheckResult:
                              "instances without a public price cannot be compared")
 
 
-def check_ridge_points(trn1_flop_per_byte: float, trn2_flop_per_byte: float) -> CheckResult:
-    """Notebook 08: BF16 FLOP per byte of device-memory traffic for Trainium and Trainium2 chips."""
+def check_ridge_points(trn2_flop_per_byte: float, trn3_flop_per_byte: float) -> CheckResult:
+    """Notebook 08: FP8 FLOP per byte of device-memory traffic for Trainium2 (``fp8``) and Trainium3 chips (its FP8
+    is the MX format, ``mxfp8``). Peak FLOP/s over HBM bytes/s, both from the chip catalog (data/hardware.json)."""
     from trnsim.catalog import chip
 
     parts = []
-    for name, got in (("trn1", trn1_flop_per_byte), ("trn2", trn2_flop_per_byte)):
+    for name, key, got in (("trn2", "fp8", trn2_flop_per_byte), ("trn3", "mxfp8", trn3_flop_per_byte)):
         c = chip(name)
-        want = c.peak_tflops["bf16"] * 1e12 / (c.hbm_gbytes_per_s * 1e9)
-        parts.append(expect_close(f"{c.display_name} FLOP per byte", got, want, rtol=0.02,
-                                  hint="peak FLOP/s divided by bytes/s: TFLOPS x 1e12 over GB/s x 1e9"))
-    return combine("ridge points", parts)
+        want = c.peak_tflops[key] * 1e12 / (c.hbm_gbytes_per_s * 1e9)
+        bf16 = c.peak_tflops["bf16"] * 1e12 / (c.hbm_gbytes_per_s * 1e9)
+        slips = {want / bf16: f"that is the BF16 ridge point (the table's FLOP/B column, {bf16:.0f}); the question "
+                              f"asks for FP8: peak_tflops[{key!r}] = {c.peak_tflops[key]:g} TFLOPS",
+                 2.0: "the ridge point is FLOP/s over bytes/s of HBM traffic: it does not change with the size of "
+                      "an element (fp8 is 1 byte, but both rates are already per second)"}
+        parts.append(expect_close(f"{c.display_name} FP8 FLOP per byte", got, want, rtol=0.02,
+                                  hint="peak FLOP/s divided by bytes/s: TFLOPS x 1e12 over GB/s x 1e9, both the "
+                                       "chip's catalog figures (not a core's)",
+                                  factor_hints=slips))
+    return combine("FP8 ridge points", parts)
 
 
 def _priced() -> list[str]:

@@ -107,7 +107,15 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
     if p.pct_of_tensor_peak >= goal_pct:
         return CheckResult(True, title, f"{p.pct_of_tensor_peak:.1f}% of peak in {p.latency_us:.0f} us")
     hints = []
-    if p.bottleneck == "dma":
+    steps = (size // (int(tiles_in_block_m) * tm)) * (size // (int(tiles_in_block_n) * tn)) * \
+        (size // (int(tiles_in_block_k) * tk))
+    at_max = int(tiles_in_block_m) * tm == size and int(tiles_in_block_n) * tn == size
+    if p.bottleneck == "dma" and (steps <= 2 or at_max):
+        # the blocks already cover the matrix: more reuse is impossible, the loads just have nothing to overlap
+        hints.append(f"the blocks make only {steps} step(s) (output blocks x K steps), so the loads of a step have "
+                     "little or no other step's matmuls to overlap with and the Tensor Engine waits for them; "
+                     "smaller blocks make more steps: one step's loads then run while another step's matmuls do")
+    elif p.bottleneck == "dma":
         hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic in {p.dma_transfers} transfers, "
                      f"each paying a fixed cost of {_target(target).core.dma_fixed_cost_ns / 1e3:.1f} us): bigger M and "
                      "N blocks mean each loaded tile feeds "
@@ -117,6 +125,10 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
                      "so the next output block's accumulator and operands cannot be allocated while this one "
                      "is still in use: the Tensor Engine waits between blocks (see the gap in the timeline); "
                      "a smaller M or K block frees room for double buffering")
+    if p.bottleneck == "vector":
+        hints.append(f"the Vector Engine limits: every K step adds each 128 x 512 PSUM result into the SBUF "
+                     f"accumulator (one tensor_tensor add per output tile and K step, {size // (int(tiles_in_block_k) * tk)} "
+                     "K steps here); a bigger K block accumulates more of K in PSUM and makes fewer adds")
     if not hints:
         hints.append(f"bottleneck {p.bottleneck}: compare the timelines of a few choices in the panel")
     return CheckResult(False, title, f"{p.pct_of_tensor_peak:.1f}% of peak ({p.latency_us:.0f} us), "

@@ -149,13 +149,25 @@ def plot_timeline(profile: Any, ax: Any = None, *, time_range_us: tuple[float, f
         order = np.argsort(s, kind="stable")
         bars = _merge(s[order], e[order], min_gap)
         y = len(rows) - 1 - r
-        if eng == "dma":     # the queue's fixed set-up before each transfer's data, faded
-            q0 = tl.dma_queue_start_ns[idx] / 1e3
-            qs, qe = q0[keep], s
-            qo = np.argsort(qs, kind="stable")
-            _bars(ax, _merge(qs[qo], qe[qo], min_gap), (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng],
-                           alpha=0.25, edgecolor="none")
-        if eng == "collective":   # few, long calls: one bar each, outlined and named when wide enough
+        if eng == "dma":
+            # one lane per queue: a merged row ("DMA other (n queues)") splits its height between its queues, so
+            # transfers running side by side in different queues stay visible instead of merging into one bar
+            queues = tl.dma_queue[np.asarray(idx)][keep]
+            lanes = np.unique(queues)
+            lane_h = 0.76 / max(len(lanes), 1)
+            q0 = (tl.dma_queue_start_ns[idx] / 1e3)[keep]
+            for k, qn in enumerate(lanes):
+                sel = queues == qn
+                y0 = y + 0.38 - (k + 1) * lane_h
+                h = lane_h * (0.85 if len(lanes) > 1 else 1.0)
+                qs, qe = q0[sel], s[sel]     # the queue's fixed set-up before each transfer's data, faded
+                qo = np.argsort(qs, kind="stable")
+                _bars(ax, _merge(qs[qo], qe[qo], min_gap), (y0, h), facecolors=ENGINE_COLORS[eng], alpha=0.25,
+                      edgecolor="none")
+                ds, de = s[sel], e[sel]
+                do = np.argsort(ds, kind="stable")
+                _bars(ax, _merge(ds[do], de[do], min_gap), (y0, h), facecolors=ENGINE_COLORS[eng], edgecolor="none")
+        elif eng == "collective":   # few, long calls: one bar each, outlined and named when wide enough
             ops = [profile.trace.instructions[i].opcode for i in np.asarray(idx)[keep][order]]
             bars = [(float(a), float(b - a)) for a, b in zip(s[order], e[order])]
             _bars(ax, bars, (y - 0.38, 0.76), facecolors=ENGINE_COLORS[eng], edgecolor="white", linewidth=1.0)
