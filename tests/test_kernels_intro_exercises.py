@@ -139,6 +139,9 @@ def test_check_grid():
     assert check_grid(1000, 128, 8, 104)
     res = check_grid(1000, 128, 7, 0)
     assert not res.passed and "ceil(1000 / 128)" in str(res)
+    # a learner who misses both parts is not handed either answer by the other part's hint
+    hints = " ".join(h for part in res.hints for h in part.splitlines() if "hint:" in h)
+    assert "104" not in hints and "8 x" not in hints and "last 104" not in hints
     assert check_grid(256, 128, 2, 128)
     assert "not answered" in str(check_grid(1000, 128, None, None)).lower() or not check_grid(1000, 128, None, None)
 
@@ -186,3 +189,21 @@ def test_a_result_left_in_psum_gets_the_psum_hint_not_the_input_one():
     res = check_relu_kernel(relu_via_psum)
     assert not res.passed and "err_unsupported_memory" in str(res)
     assert "a DMA cannot read PSUM" in str(res) and "copy the input into SBUF" not in str(res)
+
+
+def test_relu_with_one_iteration_past_the_end_is_refused():
+    # the extra iteration reads x[R:R, :]: an empty access, refused like nl.ndarray((0, C)) (it was accepted
+    # silently: a zero-row tile loaded, computed and stored)
+    @nki.jit
+    def relu_one_extra(x):
+        R, C = x.shape
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in range(math.ceil(R / 128) + 1):
+            lo, hi = i * 128, min((i + 1) * 128, R)
+            t = nl.load(x[lo:hi, :])
+            nl.store(out[lo:hi, :], value=nl.maximum(t, 0.0))
+        return out
+    res = check_relu_kernel(relu_one_extra)
+    assert not res.passed and "err_invalid_shape" in res.message and "empty slice" in res.message
+    with pytest.raises(nki.KernelError, match=r"result of 'load' would have shape \[0, 64\]"):
+        nki.simulate(relu_one_extra)(np.ones((128, 64), np.float32))

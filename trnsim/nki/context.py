@@ -194,6 +194,14 @@ class Context:
             return spec
         shape = tuple(map(int, shape))
         lim = self.limits
+        if any(d < 1 for d in shape):
+            # an instruction's result from an empty access (e.g. nl.load(x[R:R, :]) in a loop that runs one
+            # iteration past the end): nl.ndarray refuses such a shape, so its result does too
+            raise KernelError("err_invalid_shape",
+                              f"the result of '{api}' would have shape {fmt_shape(shape)}, a size below 1: its "
+                              "operand is an empty slice",
+                              "check the loop bounds and slices: an iteration past the end of the tensor (lo == hi) "
+                              "reads nothing; loop over ceil(R / 128) tiles and clip the last with min()")
         if buffer != "hbm":
             if len(shape) < 2 and buffer in ("sbuf", "psum"):
                 shape = shape + (1,) * (2 - len(shape)) if shape else (1, 1)

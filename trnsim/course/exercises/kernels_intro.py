@@ -179,8 +179,9 @@ def check_grid(rows: int, tile_p: int, iterations: int | None, active_in_last_ti
     want_active = rows - (want_iterations - 1) * tile_p
     return combine("tile loop over a ragged tensor", [
         expect_equal("iterations of the row loop", iterations, want_iterations,
-                     hint=f"ceil({rows} / {tile_p}): round up, or the last {rows % tile_p or tile_p} rows get no tile"),
+                     hint=f"ceil({rows} / {tile_p}): round up, or the rows after the last full tile get no tile"),
+        # (neither hint states the other part's answer: a learner who misses both still has work to do)
         expect_equal("partitions in the clipped last tile", active_in_last_tile, want_active,
-                     hint=f"min({want_iterations} x {tile_p}, {rows}) - {want_iterations - 1} x {tile_p}: rows left "
-                          "after the full tiles"),
+                     hint=f"the rows left after the full tiles: {rows} - (iterations - 1) x {tile_p}, with the "
+                          "iteration count of the first part"),
     ])

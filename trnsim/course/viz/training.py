@@ -153,7 +153,11 @@ def plot_predicted_vs_published(ax, rows: Sequence, *, unit: str = "", title: st
             key = (round(r.published, 1), round(r.predicted, 1))
             spots.setdefault(key, []).append(f"{r.label.split()[0]} {100 * r.error:+.0f}%")
     for (x, y), names in spots.items():
-        ax.annotate("\n".join(names), (x, y), fontsize=7, xytext=(5, -4), textcoords="offset points", va="top")
+        # away from the diagonal: above-left of a point predicted too high, below-right of one predicted too low
+        # (a label to the right of a point above the diagonal lands on its neighbours along the band)
+        above = y > x
+        ax.annotate("\n".join(names), (x, y), fontsize=7, xytext=(-5, 4) if above else (5, -4),
+                    textcoords="offset points", va="bottom" if above else "top", ha="right" if above else "left")
     if log:
         from matplotlib.ticker import FuncFormatter, LogLocator
 
