@@ -41,9 +41,13 @@ def test_bound_and_tiles_and_systolic():
 def test_memory_checkers():
     usable = trnsim.target("trn1").core.sbuf_usable_bytes_per_partition
     assert ex.check_tile_footprint(128, 2048, "float32", 8192, 100 * 8192 / usable)
+    # the percentage rounded to one decimal passes (4.5 for 4.545); the total-SBUF slip (192 KiB) does not
+    assert ex.check_tile_footprint(128, 2048, "float32", 8192, round(100 * 8192 / usable, 1))
+    assert not ex.check_tile_footprint(128, 2048, "float32", 8192, round(100 * 8192 / (192 * 1024), 1))
     whole = ex.check_tile_footprint(128, 2048, "float32", 128 * 8192, 100 * 8192 / usable)
     assert not whole and "the whole tile's bytes" in str(whole)
     assert ex.check_psum_banks(1024, 2) and ex.check_psum_banks(512, 1) and ex.check_psum_banks(513, 2)
+    assert ex.check_psum_banks(1536, 3) and not ex.check_psum_banks(1536, 2)    # notebook 03's exercise 2
     r = ex.check_psum_banks(1024, 1)
     assert not r and "512 FP32 values" in str(r) and "FLOPs" not in str(r)
     core = trnsim.target("trn1").core

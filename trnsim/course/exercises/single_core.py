@@ -14,9 +14,10 @@ from trnsim.models.systolic import systolic_cycles
 
 
 
-def _close(title: str, got: Any, want: Any, *, rtol: float, unit: str = "", hint: str = "") -> CheckResult:
+def _close(title: str, got: Any, want: Any, *, rtol: float, atol: float = 0.0, unit: str = "",
+           hint: str = "") -> CheckResult:
     """expect_close without its generic "a factor of 2: FLOPs ..." hint, for quantities that are not FLOPs."""
-    res = expect_close(title, got, want, rtol=rtol, unit=unit, hint=hint)
+    res = expect_close(title, got, want, rtol=rtol, atol=atol, unit=unit, hint=hint)
     if res.passed:
         return res
     return CheckResult(False, res.title, res.message, tuple(h for h in res.hints if "FLOPs count" not in h))
@@ -122,8 +123,9 @@ def check_tile_footprint(partitions: int, free: int, dtype: str, bytes_per_parti
     if isinstance(bytes_per_partition, (int, float)) and bytes_per_partition == want * partitions:
         parts[0] = CheckResult(False, "bytes per partition", f"you have {bytes_per_partition:,}, the whole tile's bytes",
                                (f"divide by the {partitions} partitions: each holds one row of {free:,} elements",))
+    # a percentage rounded to one decimal (4.5 for 4.545) is right: atol 0.05 percentage points
     parts.append(_close("% of one partition's usable SBUF", percent_of_partition, 100 * want / usable, rtol=0.01,
-                              unit="%", hint=f"bytes per partition / {usable:,} usable bytes per partition x 100"))
+                        atol=0.05, unit="%", hint=f"bytes per partition / {usable:,} usable bytes per partition x 100"))
     return combine(f"[{partitions} x {free}] {dtype} tile in SBUF", parts)
 
 

@@ -45,7 +45,7 @@ def plot_hierarchy(axs: Sequence[Any], levels: Sequence[Any]) -> Sequence[Any]:
     ax_c.set_xlabel("capacity per NeuronCore (bytes, log scale)")
     ax_b.set_xlabel("bandwidth (GB/s, log scale)")
     ax_c.set_title("Capacity: from HBM up, each level is ~10-1000x smaller", fontsize=10)
-    ax_b.set_title("... and ~20x faster than the one below", fontsize=10)
+    ax_b.set_title("... and ~20x faster per step up to SBUF (PSUM: as fast as SBUF)", fontsize=10)
     for ax in axs:
         ax.grid(axis="y", visible=False)
     return axs

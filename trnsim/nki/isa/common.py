@@ -204,6 +204,25 @@ def refuse_gpsimd_psum(api: str, why: str, **operands) -> None:
                               "SBUF first (nisa.tensor_copy)")
 
 
+def check_explicit_accumulate(ctx, psum_tensor, api: str) -> None:
+    """``accumulate=True`` given explicitly onto a PSUM tile whose value a zero fill (``nl.zeros(...,
+    buffer=nl.psum)``, ``memset(0)``) wrote and no matmul has written since: "Only valid after the PSUM location
+    has been initialized by a matmul with accumulate=False", and on NeuronCore-v2/v3 a location value-initialized
+    by a non-matmul instruction (e.g. memset) is not supported (nki.isa.nc_matmul). The default accumulate=None
+    stays fine: the compiler folds the zero fill into the first matmul."""
+    if psum_tensor.mm_open or not psum_tensor.written or psum_tensor.psum_other_value or ctx.dialect == "beta1" \
+            or ctx.limits.neuroncore_version not in ("NC-v2", "NC-v3"):
+        return
+    raise KernelError("err_matmul_accumulate_onto_non_matmul_value",
+                      f"'{api}' with accumulate=True adds onto PSUM tile {psum_tensor.name or 'tile'}"
+                      f"{fmt_shape(psum_tensor.shape)}, which a zero fill (nl.zeros / memset) initialised, not a "
+                      f"matmul; on {ctx.target} ({ctx.limits.neuroncore_version}) accumulating onto a value a "
+                      "non-matmul instruction wrote is undefined behaviour on the hardware",
+                      "leave accumulate at its default (None: the compiler folds the zero fill into the first "
+                      "matmul) or start the group with accumulate=False (e.g. accumulate=(k > 0)); then the zero "
+                      "fill is not needed")
+
+
 def check_accumulate(ctx, psum_tensor, api: str) -> None:
     """A matmul accumulating onto a PSUM value that a non-matmul instruction wrote (memset to a non-zero value,
     tensor_copy, activation, an assignment): "On NeuronCore-v2 and NeuronCore-v3, matmul accumulating into a PSUM
@@ -327,11 +346,14 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
         if twice:
             raise KernelError("err_invalid_arguments", f"nisa.{api} got {twice[0]} twice", "pass it once")
 
+    # where the destination lives: a matmul (and the Tensor Engine transpose) writes PSUM, everything else SBUF
+    dst_buffer = "nl.psum" if api in ("nc_matmul", "nc_matmul_mx", "nc_transpose") else "nl.sbuf"
+
     def missing(bound: dict) -> None:
         n = next(n for n in required if bound[n] is REQUIRED)
         raise KernelError("err_missing_argument", f"nisa.{api} needs {n}=",
                           f"call nisa.{signature}: NKI 0.6 instructions take the destination first and "
-                          "write into it (dst = nl.ndarray(shape, dtype, buffer=nl.sbuf)); Beta 1 "
+                          f"write into it (dst = nl.ndarray(shape, dtype, buffer={dst_buffer})); Beta 1 "
                           "value-returning calls run under import trnsim.neuronxcc.nki")
 
     # The binder is a generated function with the NKI 0.6 signature (plus the removed dtype=, checked below), so

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from trnsim.nki.context import as_view, current, read, write
-from trnsim.nki.isa.common import check_accumulate, finish, out_tile, result_of, tile_arg
+from trnsim.nki.isa.common import check_accumulate, check_explicit_accumulate, finish, out_tile, result_of, tile_arg
 from trnsim.nki.rules import KernelError, fmt_shape
 from trnsim.nki.tensors import Broadcast, mask_array
 from trnsim.nki.isa.common import REQUIRED, two_forms
@@ -201,6 +201,8 @@ def _matmul(stationary, moving, dst=None, accumulate=None, mask=None, api: str =
     elif dst is not None:
         group_start = accumulate is False or (accumulate is None and not dview.tensor.mm_open)
     if not group_start and dst is not None:
+        if accumulate is True:
+            check_explicit_accumulate(ctx, dview.tensor, api)
         check_accumulate(ctx, dview.tensor, api)
     dview.tensor.mm_open = True
     if not group_start:
