@@ -228,12 +228,13 @@ def test_course_copies_show_the_collapsed_answer_cells(tmp_path):
     nb = _exercise_notebook()
     for cell in nb.cells:
         if "solution" in cell.get("metadata", {}).get("tags", []):
-            cell.metadata["jupyter"] = {"source_hidden": True}
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
     nbformat.write(nb, tmp_path / "nbs" / "01_x.ipynb")
     write_course(tmp_path / "c", tmp_path / "nbs")
     copy = nbformat.read(tmp_path / "c" / "source" / "01_x" / "01_x.ipynb", as_version=4)
     answers = [c for c in copy.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
     assert answers and not any(c.metadata.get("jupyter", {}).get("source_hidden") for c in answers)
+    assert not any(c.metadata.get("jupyter", {}).get("outputs_hidden") for c in answers)
 
 
 def test_fresh_course_config_sets_the_cell_timeout(tmp_path):
@@ -280,7 +281,8 @@ def test_worked_answers_are_collapsed_in_the_repository_notebooks():
     for path in notebooks_in(NOTEBOOKS):
         for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
             if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
-                if not cell.metadata.get("jupyter", {}).get("source_hidden"):
+                j = cell.metadata.get("jupyter", {})
+                if not (j.get("source_hidden") and j.get("outputs_hidden")):   # what it prints is the answer too
                     open_answers.append(f"{path.name} cell {index}")
     assert open_answers == []
     nb = nbformat.v4.new_notebook(cells=[
@@ -288,3 +290,4 @@ def test_worked_answers_are_collapsed_in_the_repository_notebooks():
                                   metadata={"tags": ["solution"]})])
     synced, _ = sync_notebook(nb)
     assert synced.cells[0].metadata["jupyter"]["source_hidden"] is True
+    assert synced.cells[0].metadata["jupyter"]["outputs_hidden"] is True

@@ -20,3 +20,24 @@ def test_source_of_a_plain_function_without_docstring_and_bad_input():
     assert kernels.source(f) == "def f(x):\n    return x + 1\n"
     with pytest.raises(TypeError, match="takes a kernel or a function"):
         kernels.source(42)
+
+
+def test_source_keeps_docstrings_it_cannot_cut_cleanly(tmp_path, monkeypatch):
+    (tmp_path / "srcfns_case.py").write_text(
+        'def one(x): "doc"; return x\n'
+        'def two(x):\n    """a"""; y = 1\n    return y\n'
+        'def doc_only():\n    """only a docstring"""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import srcfns_case as m
+    assert kernels.source(m.one) == 'def one(x): "doc"; return x\n'                 # one line: kept whole
+    assert "y = 1" in kernels.source(m.two)                                         # code after it on its line
+    assert kernels.source(m.doc_only) == 'def doc_only():\n    """only a docstring"""\n'   # still valid Python
+
+
+def test_source_refuses_what_has_no_def_or_no_file():
+    import functools
+    ns: dict = {}
+    exec("def g(x):\n    return x\n", ns)
+    for bad in (lambda x: x, ns["g"], functools.partial(kernels.matmul_tiled, 1)):
+        with pytest.raises(TypeError):
+            kernels.source(bad)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trnsim.course.exercises.numerics import (check_bf16_facts, check_largest_exact_integer, check_stall_point, check_ulp,
+from trnsim.course.exercises.numerics import (check_format_facts, check_largest_exact_integer, check_stall_point, check_ulp,
                                        largest_exact_integer, sum_of_ones_stalls_at)
 from trnsim.models.numerics import (FORMATS, accumulate, decode, decode_bits, error_sweep, float_format, format_table,
                              matmul_accuracy, neighbours, relative_error, representable, round_nearest, round_stochastic,
@@ -214,11 +214,14 @@ def test_format_table_lists_formats():
 
 
 def test_checkers():
-    assert check_bf16_facts(256, 256, 4)
+    assert check_format_facts(256, 256, 4)
+    assert check_format_facts(2048, 2048, 0.5, fmt="fp16")          # notebook 07's exercise
+    assert not check_format_facts(256, 256, 4, fmt="fp16")          # the bf16 answers the notebook printed
+    assert "expected a number" in str(check_stall_point([256])) and check_stall_point("256")
     assert largest_exact_integer("fp16") == 2048
     assert "implicit leading 1" in str(check_largest_exact_integer(128))
     assert "fp32 answer" in str(check_largest_exact_integer(2 ** 24))
     assert "round-half-to-even" in str(check_stall_point(257))
     assert "next binade up" in str(check_ulp(1000.0, 8))
     assert "only a bound" in str(check_ulp(1000.0, 1000 * 2 ** -7))
-    assert "not answered" in str(check_bf16_facts(None, None, None))
+    assert "not answered" in str(check_format_facts(None, None, None))

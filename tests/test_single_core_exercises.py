@@ -29,6 +29,11 @@ def test_bound_and_tiles_and_systolic():
     wrong = ex.check_bound(1, 4096, 4096, "bfloat16", "trn1", "compute")
     assert not wrong and "ridge point" in str(wrong) and "bound of 1x4096" in str(wrong)
     assert ex.check_tile_count(1024, 2048, 512, 8 * 4 * 4)
+    # a decode step (M = 64): either orientation's count is a valid mapping, each named; the hint gives both
+    a_stat, b_stat = ex.check_tile_count(64, 4096, 4096, 256), ex.check_tile_count(64, 4096, 4096, 1024)
+    assert a_stat and "A stationary" in a_stat.message and b_stat and "B stationary" in b_stat.message
+    wrong = ex.check_tile_count(64, 4096, 4096, 512)
+    assert not wrong and "= 256" in str(wrong) and "= 1,024" in str(wrong)
     r = ex.check_tile_count(1024, 2048, 512, 8 * 4 * 16)
     assert not r and "ceil(N/512)" in str(r)
     assert ex.check_systolic_cycles(4, 3, 5, 10)
@@ -77,6 +82,13 @@ def test_engine_checkers():
     assert not r and "max(MIN_II, N)" in str(r)
     with pytest.raises(ValueError, match="baseline='four'"):
         ex.check_fusion_speedup(512, 2.0, baseline="four")
+    # notebook 02 exercise 3: the whole single-tile kernel gains far less than the engine (load and store stay)
+    from trnsim.models.engines import PRESETS, run_sequence
+    u = run_sequence(PRESETS["two-op tensor_scalar, then exp on Scalar"], 128, 1024).latency_us
+    f = run_sequence(PRESETS["fused: one activation"], 128, 1024).latency_us
+    assert 1.05 < u / f < 1.5 and ex.check_fusion_speedup(1024, u / f, measure="kernel")
+    engine_answer = ex.check_fusion_speedup(1024, 2.0, measure="kernel")
+    assert not engine_answer and "load and its store" in str(engine_answer)
 
 
 @pytest.mark.parametrize("answer", [None, ...])

@@ -90,7 +90,7 @@ def test_plot_draws_every_pe(tmp_path):
     run = simulate_systolic(*example_operands(3, 2, 4))
     fig, ax = plt.subplots()
     plot_systolic_state(run, 3, ax)
-    assert "cycle 3 of 6" in ax.get_title()
+    assert "cycle 3 (of 0..6)" in ax.get_title()
     from matplotlib.collections import PatchCollection
     boxes = sum(len(c.get_paths()) for c in ax.collections if isinstance(c, PatchCollection))
     assert boxes >= 3 * 2 + 2 * 4                 # PE boxes + PSUM cells (+ discs), drawn as patch collections

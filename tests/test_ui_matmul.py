@@ -114,7 +114,7 @@ def test_systolic_panel_headless():
     s = SystolicPanel(k=4, m=3, n=5)
     assert s.cycle.max == 9 and s.play.max == 9
     s.cycle.value = 4
-    assert "cycle 4 of 9" in s.summary
+    assert "cycle 4 (of 0..9" in s.summary
     assert s.run.state(4).active_pes == int(s.summary.split(": ")[1].split(" of ")[0])
     s.cycle.value = 9
     assert "matches numpy stationary.T @ moving: True" in s.summary

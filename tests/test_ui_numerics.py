@@ -76,7 +76,8 @@ def test_figures_draw_something():
     assert len(axs[2].get_lines()) >= 3           # two curves plus the fp8 overflow marker
     vals = np.full((100, 2), 1e-3)
     plot_accumulation(axs[3], [("a", accumulate(vals, "bf16", start=1.0)), ("b", accumulate(vals, "fp32", start=1.0))])
-    assert len(axs[3].get_lines()) == 2
+    assert len(axs[3].get_lines()) == 3           # two curves plus the dotted "exact (error 0)" floor line
+    assert any("exact (error 0)" in t.get_text() for t in axs[3].texts)
     pts = [(float_format(n).label, tensor_speed(n, "trn2").tensor_tflops,
             matmul_accuracy(n, k=32, m=4, n=4).relative_error) for n in ("fp32", "bf16")]
     plot_accuracy_speed(axs[4], pts, "trn2")
@@ -117,3 +118,32 @@ def test_exact_value_shows_the_adjacent_representable_values():
     assert "neighbours 3.140625 and 3.15625" in text and "exactly" not in text
     panel = BitsPanel(value=1000.0)
     assert "adjacent values 996 and 1004" in panel.summary
+
+
+def test_number_line_ticks_are_the_real_neighbours():
+    # an exact value: ticks at its neighbours (not x +- 1 and 3 spacings) and the title gives ulp(x), not 2 ulp
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trnsim.course.viz.numerics import plot_number_line
+
+    fig, ax = plt.subplots()
+    plot_number_line(ax, 1000.0, "bf16")
+    labels = {t.get_text() for t in ax.texts}
+    assert {"996", "1004", "992", "1008"} <= labels and "988" not in labels
+    assert "spacing above x: 4" in ax.get_title()
+    ax.clear()
+    plot_number_line(ax, 1.0, "bf16")   # below a power of two the spacing halves
+    assert "0.9960938" in {t.get_text() for t in ax.texts}
+    plt.close(fig)
+
+
+def test_values_just_beyond_the_largest_finite_number_are_explained_not_crashed():
+    from trnsim.course.ui.numerics import BitsPanel, describe
+
+    for x, fmt, big in ((245.0, "fp8_e4m3", "240"), (65510.0, "fp16", "65504")):
+        text = describe(x, fmt)[1]
+        assert f"beyond the largest finite" in text and big in text and "inf" not in text
+        panel = BitsPanel(x, fmt)
+        assert panel.error == "" and "rounds to it" in panel.summary

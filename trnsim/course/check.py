@@ -57,6 +57,11 @@ class ExerciseNotPassed(AssertionError):
         super().__init__(str(result))
         self.result = result
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this exception (its hook for custom tracebacks): the result and its hints only,
+        without the frames of ``require`` (``__tracebackhide__`` is not honoured by every IPython version)."""
+        return [f"{type(self).__name__}: the check did not pass", *str(self.result).splitlines()]
+
 
 def require(result: CheckResult) -> None:
     """Autograder form of a check: print ``result`` when it passed (returning nothing, so a

@@ -236,6 +236,10 @@ def run_sequence(steps: Sequence[tuple[str, str]], partitions: int = 128, free: 
 
     steps = validate_steps(steps)
     pmax = trnsim.target(target).core.tile.pmax
+    for name, v in (("partitions", partitions), ("free", free), ("tiles", tiles)):
+        # a count: NaN, infinity, a fraction or a bool would reach int() as a raw ValueError or be truncated
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or not np.isfinite(v) or v != int(v):
+            raise SequenceError(f"{name}={v!r}: must be a whole number")
     if not 1 <= int(partitions) <= pmax:
         raise SequenceError(f"partitions={partitions}: a tile spans 1..{pmax} partitions (nl.tile_size.pmax)")
     if not 1 <= int(free) <= 4096:

@@ -95,8 +95,8 @@ class TileMapping:
 
     ``nc_matmul`` takes a *stationary* tile [K <= 128, F <= 128] that stays in the PE array and a
     *moving* tile [K <= 128, F <= 512] that streams through it. Either operand may be the stationary
-    one: A stationary computes C tiles directly, B stationary computes C.T tiles (the NKI matmul
-    tutorial's ``nc_matmul(B_tile, A.T_tile)`` order). :func:`tile_mapping` picks the cheaper
+    one: A stationary computes C tiles directly (the NKI matmul tutorial's order: its stationary ``lhsT`` tile
+    is A transposed), B stationary computes C.T tiles. :func:`tile_mapping` picks the cheaper
     orientation, which lets the *short* operand move (a decode step's few tokens stream past
     weights that fill the array). ``m_tile``/``n_tile`` are the tile sizes along M and N.
     """

@@ -299,6 +299,24 @@ def neighbours(x: float, fmt: str | FloatFormat) -> tuple[float, float]:
     return float(lo[0]), float(hi[0])
 
 
+def adjacent(x: float, fmt: "str | FloatFormat") -> tuple[float | None, float | None]:
+    """The representable numbers just below and just above a representable ``x`` in ``fmt``
+    (None where there is no finite one: beyond the largest finite number).
+
+    Probes a quarter of the spacing away on each side: below a power of two the spacing halves, so a
+    quarter of ``ulp(x)`` still lies between ``x`` and its lower neighbour.
+    """
+    f = float_format(fmt)
+    quarter = float(ulp(x, f)) / 4
+    below = neighbours(x - quarter, f)[0]
+    above = neighbours(x + quarter, f)[1]
+
+    def ok(v: float, side: int) -> bool:
+        return math.isfinite(v) and abs(v) <= f.max_normal and (v - x) * side > 0
+
+    return (below if ok(below, -1) else None), (above if ok(above, 1) else None)
+
+
 def stochastic_up_probability(x: float, fmt: str | FloatFormat) -> float:
     """Probability that stochastic rounding sends |x| to the larger-magnitude neighbour: (|x| - lo) / (hi - lo)."""
     lo, hi = neighbours(abs(float(x)), fmt)

@@ -152,6 +152,7 @@ class Context:
         self.core = 0                             # physical core of the running program instance
         self.directive_attrs: dict | None = None  # attrs every emitted instruction gets (e.g. a no_reorder block)
         self.directives: dict = {}                # kernel-level compiler directives (Trace.directives)
+        self.uninitialized_reads: list[str] = []  # UninitializedReadWarning messages (Trace.uninitialized_reads)
         self.placements: dict[int, dict] = {}     # alloc_id -> requested placement (Allocation.placement)
         self.active = True
         self.last_out: Any = None      # weakref to the tensor written by the last instruction
@@ -201,7 +202,7 @@ class Context:
                               f"the result of '{api}' would have shape {fmt_shape(shape)}, a size below 1: its "
                               "operand is an empty slice",
                               "check the loop bounds and slices: an iteration past the end of the tensor (lo == hi) "
-                              "reads nothing; loop over ceil(R / 128) tiles and clip the last with min()")
+                              "reads nothing; loop over ceil(size / tile) tiles and clip the last one with min()")
         if buffer != "hbm":
             if len(shape) < 2 and buffer in ("sbuf", "psum"):
                 shape = shape + (1,) * (2 - len(shape)) if shape else (1, 1)
@@ -467,6 +468,14 @@ class Context:
         reg = v._reg
         geoms = t._geoms if cache is not None else None
         g = geoms.get(ranges) if geoms is not None else None
+        if g is None and 0 in tuple(v.shape):
+            # (checked once per view geometry: later views of the same ranges hit the caches above)
+            raise KernelError("err_invalid_shape",
+                              f"an instruction operand is an empty slice of `{t.name or 'tile'}`{fmt_shape(t.shape)}: "
+                              f"shape {fmt_shape(tuple(v.shape))}, a size below 1",
+                              "check the loop bounds and slices: an iteration past the end of the tensor (lo == hi) "
+                              "reads and writes nothing; loop over ceil(size / tile) tiles and clip the last one with "
+                              "min()")
         if g is None:
             p0, np_, b0, b1 = reg if reg is not None else v.region()
             g = (p0, np_, b0, b1, v.contiguous_bytes())
@@ -501,11 +510,12 @@ class Context:
             return
         t.written = True   # warn once per tensor
         loc, src = user_location()
-        warnings.warn(UninitializedReadWarning(
-            f"'{opcode}' reads {t.buffer} tensor {t.name or 'tile'}{fmt_shape(t.shape)} before anything wrote it: its "
-            f"values are undefined (the simulator's {'NaN' if dt.is_float(t.dtype_name) else '4'} fill) at {loc}"
-            + (f": {src}" if src else "") + ". Write it first (nl.zeros / nisa.memset / a load or compute into it)."),
-            stacklevel=2)
+        msg = (f"'{opcode}' reads {t.buffer} tensor {t.name or 'tile'}{fmt_shape(t.shape)} before anything wrote it: "
+               f"its values are undefined (the simulator's {'NaN' if dt.is_float(t.dtype_name) else '4'} fill) at "
+               f"{loc}" + (f": {src}" if src else "") + ". Write it first (nl.zeros / nisa.memset / a load or compute "
+               "into it).")
+        self.uninitialized_reads.append(msg)
+        warnings.warn(UninitializedReadWarning(msg), stacklevel=2)
 
     def check_live(self, t: Tensor) -> None:
         if t.parked is not None:
@@ -887,7 +897,8 @@ class Context:
         # the records the tracer kept up to date, of the allocations an instruction used (and all kernel I/O)
         allocs = [a for a in self.allocs if a.first_use >= 0 or a.is_kernel_io]
         return Trace(self.kernel_name, self.target, self.instructions, allocs, self.grid, self.numerics,
-                     self.peak_sbuf_bytes, self.peak_psum_banks, self.lnc, dict(self.directives))
+                     self.peak_sbuf_bytes, self.peak_psum_banks, self.lnc, dict(self.directives),
+                     tuple(self.uninitialized_reads))
 
 
 def _box_overlap(a, b) -> bool:

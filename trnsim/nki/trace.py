@@ -87,6 +87,8 @@ class Trace:
     # kernel-level NKI compiler directives, e.g. {"skip_middle_end_transformations": True}; instruction-level ones
     # are in Instruction.attrs (a ``no_reorder`` block id: attrs["no_reorder"])
     directives: dict | None = None
+    # the UninitializedReadWarning messages the kernel raised, in order (for checkers: the cause of NaN outputs)
+    uninitialized_reads: tuple[str, ...] = ()
 
     def summary(self) -> dict:
         """Instruction counts per engine and per opcode (for quick inspection)."""

@@ -18,8 +18,10 @@ reported by trnsim.cluster.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -241,6 +243,34 @@ def tp_loss_and_grads(shards: list[tg.Params], cfg: tg.TinyConfig, idx: np.ndarr
     return loss, grads, comm_s
 
 
+def check_run(mode: str, cores: Any, batch: Any, cfg: tg.TinyConfig, instance: str) -> tuple[int, int]:
+    """The rules a tiny-GPT run (``train``, ``simulated_step_time``, the step panel) must meet, one place for all:
+    a known mode, whole numbers of cores (1 for 'single', at most one instance's) and sequences, a DP batch
+    divisible by the cores, TP dividing the heads and d_ff. Returns (cores, batch) as ints; PlanError otherwise."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use one of {MODES}")
+    for name, v in (("cores", cores), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or not math.isfinite(v) \
+                or v != int(v) or v < 1:
+            raise PlanError(f"{name}={v!r}: must be a whole number >= 1")
+    cores, batch = int(cores), int(batch)
+    devices = system(instance).devices_per_node
+    if cores > devices:
+        raise PlanError(f"cores={cores} exceeds the {devices} NeuronCores of one {instance}")
+    if mode == "single" and cores != 1:
+        raise PlanError(f"mode 'single' runs on 1 core, got cores={cores}; use mode='dp' or 'tp'")
+    if mode == "dp" and batch % cores:
+        raise PlanError(f"batch: global batch {batch} is not divisible by {cores} data-parallel cores; "
+                        f"use a multiple of {cores}")
+    if mode == "tp":
+        if cfg.n_heads % cores:
+            raise PlanError(f"attention heads: {cfg.n_heads} heads are not divisible by tp={cores}; use tp dividing "
+                            f"{cfg.n_heads}")
+        if cfg.d_ff % cores:
+            raise PlanError(f"d_ff={cfg.d_ff} is not divisible by tp={cores}")
+    return cores, batch
+
+
 def simulated_step_time(mode: str = "single", cores: int = 1, batch: int = 16, *,
                         config: tg.TinyConfig | None = None, instance: str = "trn1.32xlarge",
                         dtype: str = "float32") -> dict[str, float]:
@@ -252,9 +282,8 @@ def simulated_step_time(mode: str = "single", cores: int = 1, batch: int = 16, *
     """
     from trnsim import cluster
 
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r}: use one of {MODES}")
     cfg = config or tg.TinyConfig.from_spec("tinygpt")
+    cores, batch = check_run(mode, cores, batch, cfg, instance)
     sysspec = system(instance)
     peak = sysspec.peak_flops("fp32")
     item = np.dtype(dtype).itemsize
@@ -298,17 +327,9 @@ def train(steps: int = 100, *, mode: str = "single", cores: int = 1, batch: int 
     """
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype={dtype!r}: use 'float32' or 'float64'")
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r}: use one of {MODES}")
-    if mode == "single" and cores != 1:
-        raise PlanError(f"mode 'single' runs on 1 core, got cores={cores}; use mode='dp' or 'tp'")
     cfg = config or tg.TinyConfig.from_spec("tinygpt")
+    cores, batch = check_run(mode, cores, batch, cfg, instance)
     sysspec = system(instance)
-    if cores > sysspec.devices_per_node:
-        raise PlanError(f"cores={cores} exceeds the {sysspec.devices_per_node} NeuronCores of one {instance}")
-    if mode == "dp" and batch % cores:
-        raise PlanError(f"batch: global batch {batch} is not divisible by {cores} data-parallel cores; "
-                        f"use a multiple of {cores}")
     peak = sysspec.peak_flops("fp32")
     data = default_data(seed) if data is None else data
     params = tg.init_params(cfg, seed, dtype=np.dtype(dtype))

@@ -29,6 +29,8 @@ def check_peak_tflops(answer: float) -> CheckResult:
     res = expect_close(
         "NeuronCore-v2 peak BF16 TFLOPS", answer, want, rtol=0.01, unit="TFLOPS",
         hint=f"FLOPs per cycle x {clock} GHz, then divide by 1e12",
+        factor_hints={2.0: "a multiply-add counts as two FLOPs (the most common slip: 128 x 128 x 1 per cycle)",
+                      1e12: "that is FLOP/s; the question asks for TFLOPS (divide by 1e12)"},
     )
     # a chip holds several NeuronCore-v2s: its figure, computed or the vendor's, is the per-chip slip
     v2_chips = [ch for ch in chips() if ch.neuroncore_version == "NC-v2" and ch.neuroncores > 1]

@@ -110,11 +110,15 @@ def check_block_choice(tiles_in_block_m: int, tiles_in_block_n: int, tiles_in_bl
     steps = (size // (int(tiles_in_block_m) * tm)) * (size // (int(tiles_in_block_n) * tn)) * \
         (size // (int(tiles_in_block_k) * tk))
     at_max = int(tiles_in_block_m) * tm == size and int(tiles_in_block_n) * tn == size
-    if p.bottleneck == "dma" and (steps <= 2 or at_max):
-        # the blocks already cover the matrix: more reuse is impossible, the loads just have nothing to overlap
+    if p.bottleneck == "dma" and steps <= 2:
+        # so few steps that the loads have nothing to overlap with
         hints.append(f"the blocks make only {steps} step(s) (output blocks x K steps), so the loads of a step have "
                      "little or no other step's matmuls to overlap with and the Tensor Engine waits for them; "
                      "smaller blocks make more steps: one step's loads then run while another step's matmuls do")
+    elif p.bottleneck == "dma" and at_max:
+        # M and N blocks already cover the matrix: every tile is loaded once, more reuse is impossible
+        hints.append("the M and N blocks already cover the whole matrix, so every tile is loaded once; what is left "
+                     "is the number of transfers: a bigger K block makes fewer, larger ones")
     elif p.bottleneck == "dma":
         hints.append(f"still DMA-bound ({p.hbm_bytes / 2**20:.0f} MiB of HBM traffic in {p.dma_transfers} transfers, "
                      f"each paying a fixed cost of {_target(target).core.dma_fixed_cost_ns / 1e3:.1f} us): bigger M and "

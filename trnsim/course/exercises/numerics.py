@@ -28,18 +28,38 @@ def sum_of_ones_stalls_at(fmt: str, limit: int = 1 << 20) -> int:
     return int(total[stuck[0]]) if stuck.size else int(total[-1])
 
 
+def _number(answer) -> float | None:
+    """``answer`` as a float (a number, or a string that holds one), else None (a list, a word...)."""
+    if isinstance(answer, bool):
+        return None
+    try:
+        x = float(answer)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _not_a_number(title: str, answer) -> CheckResult:
+    return CheckResult(False, title, f"expected a number, got {answer!r}", ("write the number itself, e.g. 42 (not a string or a list)",))
+
+
 def check_largest_exact_integer(answer: int | None, fmt: str = "bf16") -> CheckResult:
     f = float_format(fmt)
     want = largest_exact_integer(f)
     title = f"largest N with all integers 0..N exact in {f.label}"
     if answer is None or answer is Ellipsis:
         return not_answered(title)
+    if _number(answer) is None:
+        return _not_a_number(title, answer)
+    answer = _number(answer)
+    if answer == int(answer):
+        answer = int(answer)
     hints = []
     if answer == 2 ** f.mantissa_bits:
         hints.append(f"{answer} = 2^{f.mantissa_bits} forgets the implicit leading 1: a normal number has "
                      f"p = {f.mantissa_bits} + 1 significant bits")
     elif answer == 2 ** 24 and f.name != "fp32":
-        hints.append("2^24 is the fp32 answer; bf16 keeps only 7 of fp32's 23 mantissa bits")
+        hints.append(f"2^24 is the fp32 answer; {f.label} keeps only {f.mantissa_bits} of fp32's 23 mantissa bits")
     elif isinstance(answer, (int, float)) and answer > 1e6:
         hints.append(f"{f.label}'s largest number ({f.max_normal:.3g}) is far bigger, but above 2^p the spacing "
                      "between numbers is more than 1, so integers are skipped")
@@ -55,6 +75,9 @@ def check_stall_point(answer: float | None, fmt: str = "bf16") -> CheckResult:
     title = f"where a {f.label} running sum of ones gets stuck"
     if answer is None or answer is Ellipsis:
         return not_answered(title)
+    if _number(answer) is None:
+        return _not_a_number(title, answer)
+    answer = _number(answer)
     if answer == want:
         return CheckResult(True, title, f"{want:g} is right")
     hints = []
@@ -93,8 +116,11 @@ def check_ulp(x: float, answer: float | None, fmt: str = "bf16") -> CheckResult:
     return CheckResult(False, title, f"you have {got:g}, expected {want:g}", tuple(hints))
 
 
-def check_bf16_facts(largest_integer: int | None, stall_point: float | None, ulp_at_1000: float | None) -> CheckResult:
-    """Notebook 07 exercise: three facts about bf16, each checked against the simulator's own numbers."""
-    return combine("bf16 facts", [check_largest_exact_integer(largest_integer, "bf16"),
-                                  check_stall_point(stall_point, "bf16"),
-                                  check_ulp(1000.0, ulp_at_1000, "bf16")])
+def check_format_facts(largest_integer: int | None, stall_point: float | None, ulp_at_1000: float | None,
+                       fmt: str = "bf16") -> CheckResult:
+    """Notebook 07 exercise: three facts about one format (the notebook works them out for bf16 and asks them for
+    fp16), each checked against the simulator's own numbers."""
+    f = float_format(fmt)
+    return combine(f"{f.label} facts", [check_largest_exact_integer(largest_integer, f.name),
+                                        check_stall_point(stall_point, f.name),
+                                        check_ulp(1000.0, ulp_at_1000, f.name)])

@@ -538,34 +538,25 @@ def _as_kernel(kernel: Any, lnc: int):
 
 def run(name: str, kernel: Any) -> Run:
     """Run ``kernel`` on puzzle ``name``'s inputs and profile it (raises the simulator's KernelError). The
-    simulator's UninitializedReadWarnings are recorded in the Run (and still shown), so the checker can name an
-    uninitialised read as the cause of a wrong output."""
-    import warnings
-
-    from trnsim.nki import UninitializedReadWarning
+    trace's uninitialised reads (its UninitializedReadWarning messages, once each even over several ranks) come
+    with the Run, so the checker can name an uninitialised read as the cause of undefined output values."""
     from trnsim.perf import profile, profile_ranks
 
     p = PUZZLES[name]
     args = p.inputs()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UninitializedReadWarning)
-        if p.world > 1:
-            profs = profile_ranks(_as_kernel(kernel, 1), p.world, [(a,) for a in args], target=p.target,
-                                  numerics=True)
-        else:
-            prof = profile(_as_kernel(kernel, p.lnc), *args, target=p.target)
-    uninit = tuple(str(w.message) for w in caught if issubclass(w.category, UninitializedReadWarning))
-    for w in caught:   # shown as they would have been without the recording
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if p.world > 1:
+        profs = profile_ranks(_as_kernel(kernel, 1), p.world, [(a,) for a in args], target=p.target, numerics=True)
+        uninit = tuple(dict.fromkeys(m for q in profs for m in q.trace.uninitialized_reads))
         return Run([q.outputs for q in profs], max(q.latency_us for q in profs),
                    max(q.peak_sbuf_bytes_per_partition for q in profs), max(q.hbm_bytes for q in profs),
                    uninitialized_reads=uninit, undocumented_costs=tuple(sorted({n for q in profs for n in q.notes})))
+    prof = profile(_as_kernel(kernel, p.lnc), *args, target=p.target)
     lat = prof.latency_us
     cores: tuple[float, ...] = ()
     if p.lnc > 1:
         cores = tuple(per_core_latency_us(prof))
-    return Run(prof.outputs, lat, prof.peak_sbuf_bytes_per_partition, prof.hbm_bytes, cores, uninit, prof.notes)
+    return Run(prof.outputs, lat, prof.peak_sbuf_bytes_per_partition, prof.hbm_bytes, cores,
+               tuple(dict.fromkeys(prof.trace.uninitialized_reads)), prof.notes)
 
 
 @functools.lru_cache(maxsize=None)
@@ -668,9 +659,9 @@ def check_puzzle(name: str, kernel: Any, *, keep: list | None = None) -> CheckRe
     args = p.inputs()
     bad = _compare(p, args, r.output)
     if bad is not None:
-        if r.uninitialized_reads:
-            # the wrong values come from memory nothing wrote (the simulator's NaN fill): say that, not "never
-            # written" or "values differ"
+        if r.uninitialized_reads and "were never written" in bad.message:
+            # undefined values reached the output (the simulator's NaN fill) and no specific diagnosis matched: the
+            # uninitialised read is the likely cause, not missing stores
             first = r.uninitialized_reads[0]
             more = len(r.uninitialized_reads) - 1
             return CheckResult(False, title, f"wrong output: the kernel reads memory before anything wrote it. "

@@ -26,15 +26,29 @@ def check_dp_allreduce_bytes(answer_bytes: float, config: tg.TinyConfig | None =
     cfg = config or tg.TinyConfig.from_spec("tinygpt")
     want = tg.n_params(tg.init_params(cfg, 0, dtype=np.float32)) * 4
     return expect_close("bytes all-reduced per DP step", answer_bytes, want, rtol=0.01, unit="B",
-                        hint="every gradient is summed once: number of parameters x 4 bytes (float32)")
+                        hint="every gradient is summed once: number of parameters x 4 bytes (float32)",
+                        factor_hints={2 * 7 / 8: "that is what each of 8 ranks sends over a ring (2 (N-1)/N of the "
+                                                 "buffer); the question asks for the buffer itself",
+                                      4.0: "that counts parameters (elements); each float32 gradient is 4 bytes",
+                                      8.0: "that sums the buffer over the 8 ranks; each rank all-reduces one buffer"})
 
 
 def check_tp_allreduces_per_step(answer: int, config: tg.TinyConfig | None = None) -> CheckResult:
     cfg = config or tg.TinyConfig.from_spec("tinygpt")
     want = 4 * cfg.n_layers
-    return expect_equal("all-reduces per TP step", answer, want,
-                        hint="per layer: attention and MLP each all-reduce once forward (row-parallel output) "
-                             "and once backward (column-parallel input gradient)")
+    title = f"all-reduces per TP step ({cfg.n_layers} layers)"
+    try:
+        got = float(answer) if answer is not None and answer is not Ellipsis and not isinstance(answer, bool) \
+            else answer
+    except (TypeError, ValueError):
+        return CheckResult(False, title, f"expected a number, got {answer!r}", ("write the count itself",))
+    if isinstance(got, float) and got == int(got):
+        got = int(got)
+    hint = ("per layer: attention and MLP each all-reduce once forward (row-parallel output) and once backward "
+            "(column-parallel input gradient)")
+    if got == 4:
+        hint = f"4 is one layer's count; the model has {cfg.n_layers} layers"
+    return expect_equal(title, got, want, hint=hint)
 
 
 @accepts_stubs

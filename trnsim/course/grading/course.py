@@ -47,15 +47,17 @@ class Assignment:
 def show_answer_cells(nb) -> int:
     """Un-collapse the answer cells of an assignment copy; returns how many were collapsed.
 
-    The repository's notebooks collapse worked solutions (``jupyter.source_hidden``) so a reader
-    does not see the answer at a glance; in a learner's assignment the same cell holds the stub to
-    fill in, and a collapsed stub would be easy to miss.
+    The repository's notebooks collapse worked solutions (``jupyter.source_hidden`` and ``outputs_hidden``) so a
+    reader does not see the answer at a glance; in a learner's assignment the same cell holds the stub to
+    fill in, and a collapsed stub (or its collapsed output) would be easy to miss.
     """
     shown = 0
     for cell in nb.cells:
         jmeta = cell.get("metadata", {}).get("jupyter", {})
-        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and jmeta.pop("source_hidden", False):
-            shown += 1
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            hidden = jmeta.pop("source_hidden", False)
+            jmeta.pop("outputs_hidden", None)
+            shown += bool(hidden)
         if "jupyter" in cell.get("metadata", {}) and not jmeta:
             del cell["metadata"]["jupyter"]
     return shown

@@ -127,9 +127,9 @@ def sync_notebook(nb, where: str = "notebook") -> tuple[nbformat.NotebookNode, N
         cell.outputs = []
         cell.execution_count = None
         cell.metadata["nbgrader"] = _meta(gid, solution=True, grade=False, locked=False)
-        # the repository's copy keeps the worked answer collapsed (the course copies un-collapse it:
-        # trnsim.course.grading.course.show_answer_cells)
-        cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+        # the repository's copy keeps the worked answer collapsed, its code and what it prints (the course
+        # copies un-collapse it: trnsim.course.grading.course.show_answer_cells)
+        cell.metadata.setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
         converted.append(gid)
         for n, test in enumerate(exercise.tests, start=1):
             test_gid = _unique(f"test_{test.checker[len(CHECKER_PREFIX):]}", grade_ids)

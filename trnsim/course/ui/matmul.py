@@ -165,7 +165,7 @@ class SystolicPanel:
         run = self.run
         t = min(self.cycle.value, run.cycles - 1)
         st = run.state(t)
-        self.summary = (f"cycle {t} of {run.cycles - 1} (K + M + N - 2 = {run.cycles} cycles): "
+        self.summary = (f"cycle {t} (of 0..{run.cycles - 1}; K + M + N - 2 = {run.cycles} cycles): "
                         f"{st.active_pes} of {run.k * run.m} PEs busy, "
                         f"{int(st.outputs_done.sum())} of {run.m * run.n} results in PSUM")
         if t == run.cycles - 1:

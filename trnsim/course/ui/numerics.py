@@ -15,30 +15,12 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
-from trnsim.models.numerics import (FORMATS, Decoded, SumResult, accumulate, decode, float_format, neighbours,
-                             stochastic_up_probability, ulp)
+from trnsim.models.numerics import (FORMATS, Decoded, SumResult, accumulate, adjacent, decode, float_format,
+                                    neighbours, stochastic_up_probability, ulp)
 from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, PanelFigure, resolve_dtype, show
 from trnsim.course.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
 FORMAT_OPTIONS = [(f.label, name) for name, f in FORMATS.items()]
-
-
-def adjacent(x: float, fmt: str) -> tuple[float | None, float | None]:
-    """The representable numbers just below and just above a representable ``x`` in ``fmt``
-    (None where there is no finite one: beyond the largest finite number).
-
-    Probes a quarter of the spacing away on each side: below a power of two the spacing halves, so a
-    quarter of ``ulp(x)`` still lies between ``x`` and its lower neighbour.
-    """
-    f = float_format(fmt)
-    quarter = float(ulp(x, f)) / 4
-    below = neighbours(x - quarter, f)[0]
-    above = neighbours(x + quarter, f)[1]
-
-    def ok(v: float, side: int) -> bool:
-        return math.isfinite(v) and abs(v) <= f.max_normal and (v - x) * side > 0
-
-    return (below if ok(below, -1) else None), (above if ok(above, 1) else None)
 
 
 def describe(x: float, fmt: str) -> tuple[Decoded, str]:
@@ -64,6 +46,14 @@ def describe(x: float, fmt: str) -> tuple[Decoded, str]:
                if None in (below, above) else "")
         lines.append(f"spacing (ulp) here: {float(ulp(x, f)):.3g}; exactly representable; adjacent values "
                      f"{shown[0]} and {shown[1]}{end}")
+    elif not math.isfinite(hi) or not math.isfinite(lo):
+        # beyond the largest finite number, yet close enough to round to it (nearest): one finite neighbour only
+        big = lo if math.isfinite(lo) else hi
+        lines.append(f"|x| is beyond the largest finite {f.label} number {abs(big):.7g} but rounds to it (round to "
+                     f"nearest); there is no finite number on the other side, so stochastic rounding has no pair "
+                     f"to choose between and cannot keep the expected value (trnsim's round_stochastic refuses "
+                     f"such values: scale them first)")
+        return d, "\n".join(lines)
     else:
         lines.append(f"spacing (ulp) here: {float(ulp(x, f)):.3g}; neighbours {lo:.7g} and {hi:.7g}")
     if lo != hi:
@@ -105,11 +95,16 @@ class BitsPanel:
         f = self.result.fmt
         fig = panel_figure((9.5 if f.bits > 16 else 8.5, 4.2))
         axs = fig.subplots(2, 1, height_ratios=[1.6, 1])
-        plot_bit_layout(axs[0], self.result)
-        if self.result.kind in ("inf", "nan"):
-            axs[1].axis("off")
-        else:
-            plot_number_line(axs[1], x, f, stochastic_up_probability(x, f))
+        try:
+            plot_bit_layout(axs[0], self.result)
+            if self.result.kind in ("inf", "nan"):
+                axs[1].axis("off")
+            else:
+                plot_number_line(axs[1], x, f, stochastic_up_probability(x, f))
+        except ValueError as exc:   # a value the figure cannot place: the message, not a traceback
+            self.error = f"cannot draw {x!r} in {f.label}: {exc}"
+            show(self.out, error=self.error)
+            return
         cached_tight_layout(fig, type(self).__name__)
         show(self.out, fig, self.summary)
 

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from trnsim.models.numerics import Decoded, FloatFormat, SumResult, float_format, neighbours, ulp
+from trnsim.models.numerics import Decoded, FloatFormat, SumResult, adjacent, float_format, neighbours, ulp
 
 FIELD_COLORS = {"sign": "#c44e52", "exponent": "#4c72b0", "mantissa": "#55a868"}
 FORMAT_COLORS = {"fp32": "#2ca02c", "bf16": "#1f77b4", "fp16": "#9467bd", "fp8_e4m3": "#ff7f0e",
@@ -43,28 +43,49 @@ def plot_bit_layout(ax: Axes, d: Decoded) -> None:
 
 
 def plot_number_line(ax: Axes, x: float, fmt: str | FloatFormat, p_up: float | None = None) -> None:
-    """Representable numbers around ``x`` (ticks), ``x`` itself, and the stochastic-rounding odds."""
+    """Representable numbers around ``x`` (ticks at the real neighbours: the spacing halves below a power of two),
+    ``x`` itself, and the stochastic-rounding odds. Beyond the largest finite number only the finite side is drawn.
+    """
+    import math
+
     f = float_format(fmt)
     lo, hi = neighbours(x, f)
     exact = lo == hi
     if exact:
-        step = float(ulp(x, f))
-        lo, hi = lo - step, hi + step
-    span = hi - lo
+        below, above = adjacent(x, f)
+        core = [v for v in (below, x, above) if v is not None]
+        spacing = float(ulp(x, f))
+    else:
+        core = [v for v in (lo, hi) if math.isfinite(v)]
+        spacing = hi - lo if math.isfinite(hi - lo) else float(ulp(core[0], f))
+    outer_lo = adjacent(core[0], f)[0] if core else None
+    outer_hi = adjacent(core[-1], f)[1] if core else None
+    ticks = [v for v in [outer_lo] + core + [outer_hi] if v is not None]
     ax.axhline(0.5, color="#999999", lw=0.8)
-    for g in (lo - span, lo, hi, hi + span):
+    for g in ticks:
+        if exact and g == x:
+            continue   # x itself is the red dot
         ax.plot([g, g], [0.35, 0.65], color="#777777", lw=1.2)
         ax.text(g, 0.72, f"{g:.7g}", ha="center", va="bottom", fontsize=8, color="#555555")
     ax.plot([x], [0.5], "o", color="#c44e52", ms=7, zorder=3)
     ax.text(x, 0.95, f"x = {x:.7g}" + ("  (exactly representable)" if exact else ""), ha="center", va="bottom",
             fontsize=9, color="#c44e52")
-    if p_up is not None and not exact:
+    if p_up is not None and not exact and math.isfinite(lo) and math.isfinite(hi):
         ax.text(lo, 0.2, f"SR: down with p = {1 - p_up:.2f}", ha="center", va="top", fontsize=8, color="#1f77b4")
         ax.text(hi, 0.2, f"SR: up with p = {p_up:.2f}", ha="center", va="top", fontsize=8, color="#1f77b4")
-    ax.set_xlim(lo - 1.4 * span, hi + 1.4 * span)
+    left, right = min(ticks + [x]), max(ticks + [x])
+    pad = 0.25 * max(right - left, spacing)
+    ax.set_xlim(left - pad, right + pad)
     ax.set_ylim(-0.1, 1.25)
     ax.axis("off")
-    ax.set_title(f"neighbouring {f.label} numbers (spacing {hi - lo:.3g})", fontsize=9)
+    if exact:
+        edge = "" if None not in adjacent(x, f) else f"; {x:.7g} is the largest finite {f.label} number"
+        what = f"spacing above x: {spacing:.3g}{edge}"
+    elif math.isfinite(lo) and math.isfinite(hi):
+        what = f"spacing {spacing:.3g}"
+    else:
+        what = f"x is beyond the largest finite number, {core[0]:.7g}, and rounds to it"
+    ax.set_title(f"neighbouring {f.label} numbers ({what})", fontsize=9)
 
 
 def plot_relative_spacing(ax: Axes, names: Sequence[str] = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"),
@@ -110,6 +131,10 @@ def plot_accumulation(ax: Axes, results: Sequence[tuple[str, SumResult]], relati
     ax.set_xlabel("number of additions")
     ax.set_ylabel("relative error of the running sum" if relative else "absolute error")
     ax.set_ylim(bottom=1e-10)
+    # a log axis has no zero: an exact running sum (error 0) is drawn on this line, which is not a measurement
+    ax.axhline(1.5e-10, color="#bbbbbb", lw=0.8, ls=":")
+    ax.text(1.0, 1.5e-10, " exact (error 0)", transform=ax.get_yaxis_transform(), va="center", ha="left",
+            fontsize=7, color="#888888", clip_on=False)
     ax.legend(fontsize=8, frameon=False)
 
 

@@ -126,7 +126,7 @@ def plot_systolic_state(run: SystolicRun, cycle: int, ax: Any = None, *, show_va
     ax.set_aspect("equal")
     ax.axis("off")
     done = int(st.outputs_done.sum())
-    ax.set_title(f"cycle {cycle} of {run.cycles - 1}: {st.active_pes} of {k_dim * m_dim} PEs busy, "
+    ax.set_title(f"cycle {cycle} (of 0..{run.cycles - 1}): {st.active_pes} of {k_dim * m_dim} PEs busy, "
                  f"{done} of {m_dim * n_dim} results in PSUM", fontsize=fs + 1)
     return ax
 

@@ -347,7 +347,8 @@ def two_forms(api: str, params: list[tuple[str, Any]], beta1: Callable, nki06: C
             raise KernelError("err_invalid_arguments", f"nisa.{api} got {twice[0]} twice", "pass it once")
 
     # where the destination lives: a matmul (and the Tensor Engine transpose) writes PSUM, everything else SBUF
-    dst_buffer = "nl.psum" if api in ("nc_matmul", "nc_matmul_mx", "nc_transpose") else "nl.sbuf"
+    dst_buffer = {"nc_matmul": "nl.psum", "nc_matmul_mx": "nl.psum",
+                  "nc_transpose": "nl.psum; nl.sbuf when engine=nisa.vector_engine"}.get(api, "nl.sbuf")
 
     def missing(bound: dict) -> None:
         n = next(n for n in required if bound[n] is REQUIRED)
