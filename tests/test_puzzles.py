@@ -139,12 +139,13 @@ def tiles_in_the_loop(x):
     return out
 
 
-@nki.jit
-def logsumexp_no_rescale(x):
+def _online_lse(x, *, rescale: bool, zero_sum: bool):
+    """An online logsumexp over 512-column chunks with one slip switched on: no rescaling of the running sum when
+    the max grows (rescale=False), or a running sum never zeroed (zero_sum=False)."""
     P, C = x.shape
     out = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
     neg_m = nl.full((P, 1), 1e30, dtype=nl.float32)
-    l_sum = nl.zeros((P, 1), dtype=nl.float32)
+    l_sum = nl.zeros((P, 1), dtype=nl.float32) if zero_sum else nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
     for j in nl.sequential_range(C // pz.ONLINE_CHUNK):
         t = nl.load(x[:, j * pz.ONLINE_CHUNK:(j + 1) * pz.ONLINE_CHUNK])
         new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -154,10 +155,20 @@ def logsumexp_no_rescale(x):
         s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s,
                         reduce_cmd=nisa.reduce_cmd.reset_reduce)
-        nisa.tensor_tensor(dst=l_sum, data1=l_sum, data2=s, op=nl.add)
+        if rescale:
+            corr = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)
+            nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=s)
+        else:
+            nisa.tensor_tensor(dst=l_sum, data1=l_sum, data2=s, op=nl.add)
         nisa.tensor_copy(dst=neg_m, src=new)
     nl.store(out, nl.subtract(nl.log(l_sum), neg_m))
     return out
+
+
+@nki.jit
+def logsumexp_no_rescale(x):
+    return _online_lse(x, rescale=False, zero_sum=True)
 
 
 @nki.jit
@@ -260,25 +271,7 @@ def logsumexp_two_pass(x):
 @nki.jit
 def logsumexp_sum_uninitialised(x):
     """The running sum is allocated but never zeroed: the first add reads undefined memory."""
-    P, C = x.shape
-    out = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    neg_m = nl.full((P, 1), 1e30, dtype=nl.float32)
-    l_sum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-    for j in nl.sequential_range(C // pz.ONLINE_CHUNK):
-        t = nl.load(x[:, j * pz.ONLINE_CHUNK:(j + 1) * pz.ONLINE_CHUNK])
-        new = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=new, data=nl.max(t, axis=1, keepdims=True), op0=nl.multiply, operand0=-1.0,
-                           op1=nl.minimum, operand1=neg_m)
-        corr = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=corr, op=nl.exp, data=neg_m, bias=new, scale=-1.0)
-        e = nl.ndarray((P, pz.ONLINE_CHUNK), dtype=nl.float32, buffer=nl.sbuf)
-        s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=e, op=nl.exp, data=t, bias=new, reduce_op=nl.add, reduce_res=s,
-                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
-        nisa.tensor_scalar(dst=l_sum, data=l_sum, op0=nl.multiply, operand0=corr, op1=nl.add, operand1=s)
-        nisa.tensor_copy(dst=neg_m, src=new)
-    nl.store(out, nl.subtract(nl.log(l_sum), neg_m))
-    return out
+    return _online_lse(x, rescale=True, zero_sum=False)
 
 
 @nki.jit
