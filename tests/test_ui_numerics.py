@@ -136,6 +136,10 @@ def test_number_line_ticks_are_the_real_neighbours():
     ax.clear()
     plot_number_line(ax, 1.0, "bf16")   # below a power of two the spacing halves
     assert "0.9960938" in {t.get_text() for t in ax.texts}
+    ax.clear()
+    plot_number_line(ax, 1000.0, "fp32")   # fp32 neighbours need 9 digits to be told apart
+    ticks = [t.get_text() for t in ax.texts if not t.get_text().startswith("x =")]
+    assert len(set(ticks)) == len(ticks) == 4 and "999.999939" in ticks
     plt.close(fig)
 
 

@@ -61,12 +61,13 @@ def plot_number_line(ax: Axes, x: float, fmt: str | FloatFormat, p_up: float | N
     outer_lo = adjacent(core[0], f)[0] if core else None
     outer_hi = adjacent(core[-1], f)[1] if core else None
     ticks = [v for v in [outer_lo] + core + [outer_hi] if v is not None]
+    digits = 9 if f.mantissa_bits > 10 else 7   # enough to tell fp32 neighbours of 1000 apart (999.999939)
     ax.axhline(0.5, color="#999999", lw=0.8)
     for g in ticks:
         if exact and g == x:
             continue   # x itself is the red dot
         ax.plot([g, g], [0.35, 0.65], color="#777777", lw=1.2)
-        ax.text(g, 0.72, f"{g:.7g}", ha="center", va="bottom", fontsize=8, color="#555555")
+        ax.text(g, 0.72, f"{g:.{digits}g}", ha="center", va="bottom", fontsize=8, color="#555555")
     ax.plot([x], [0.5], "o", color="#c44e52", ms=7, zorder=3)
     ax.text(x, 0.95, f"x = {x:.7g}" + ("  (exactly representable)" if exact else ""), ha="center", va="bottom",
             fontsize=9, color="#c44e52")
