@@ -208,6 +208,18 @@ def _unanswered(value: Any) -> bool:
     return value is None or value is Ellipsis
 
 
+def as_number(answer: Any) -> float | None:
+    """``answer`` as a finite float (a number, or a string that holds one, as a learner may type "256"); None for
+    anything else (a list, a word, a bool, NaN): checkers then say "expected a number" instead of raising."""
+    if isinstance(answer, bool):
+        return None
+    try:
+        x = float(answer)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
 F = TypeVar("F", bound=Callable[..., CheckResult])
 
 

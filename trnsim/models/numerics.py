@@ -317,6 +317,12 @@ def adjacent(x: float, fmt: "str | FloatFormat") -> tuple[float | None, float | 
     return (below if ok(below, -1) else None), (above if ok(above, 1) else None)
 
 
+def shown_digits(fmt: str | FloatFormat) -> int:
+    """Significant digits that print a format's adjacent numbers distinctly (fp32 neighbours of 1000 need 9:
+    999.999939; formats of at most 10 mantissa bits, 7)."""
+    return 9 if float_format(fmt).mantissa_bits > 10 else 7
+
+
 def stochastic_up_probability(x: float, fmt: str | FloatFormat) -> float:
     """Probability that stochastic rounding sends |x| to the larger-magnitude neighbour: (|x| - lo) / (hi - lo)."""
     lo, hi = neighbours(abs(float(x)), fmt)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from trnsim.course.check import CheckResult, combine, expect_equal, not_answered
+from trnsim.course.check import CheckResult, as_number, combine, expect_equal, not_answered
 from trnsim.models.numerics import accumulate, float_format, ulp
 
 
@@ -28,17 +28,6 @@ def sum_of_ones_stalls_at(fmt: str, limit: int = 1 << 20) -> int:
     return int(total[stuck[0]]) if stuck.size else int(total[-1])
 
 
-def _number(answer) -> float | None:
-    """``answer`` as a float (a number, or a string that holds one), else None (a list, a word...)."""
-    if isinstance(answer, bool):
-        return None
-    try:
-        x = float(answer)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
 def _not_a_number(title: str, answer) -> CheckResult:
     return CheckResult(False, title, f"expected a number, got {answer!r}", ("write the number itself, e.g. 42 (not a string or a list)",))
 
@@ -49,9 +38,9 @@ def check_largest_exact_integer(answer: int | None, fmt: str = "bf16") -> CheckR
     title = f"largest N with all integers 0..N exact in {f.label}"
     if answer is None or answer is Ellipsis:
         return not_answered(title)
-    if _number(answer) is None:
+    if as_number(answer) is None:
         return _not_a_number(title, answer)
-    answer = _number(answer)
+    answer = as_number(answer)
     if answer == int(answer):
         answer = int(answer)
     hints = []
@@ -75,9 +64,9 @@ def check_stall_point(answer: float | None, fmt: str = "bf16") -> CheckResult:
     title = f"where a {f.label} running sum of ones gets stuck"
     if answer is None or answer is Ellipsis:
         return not_answered(title)
-    if _number(answer) is None:
+    if as_number(answer) is None:
         return _not_a_number(title, answer)
-    answer = _number(answer)
+    answer = as_number(answer)
     if answer == want:
         return CheckResult(True, title, f"{want:g} is right")
     hints = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trnsim.course.check import accepts_stubs, CheckResult, combine, expect_close, expect_equal
+from trnsim.course.check import accepts_stubs, as_number, CheckResult, combine, expect_close, expect_equal
 from trnsim.training import tinygpt as tg
 from trnsim.training._data import load, value
 from trnsim.training.estimate import chinchilla_tokens
@@ -37,13 +37,13 @@ def check_tp_allreduces_per_step(answer: int, config: tg.TinyConfig | None = Non
     cfg = config or tg.TinyConfig.from_spec("tinygpt")
     want = 4 * cfg.n_layers
     title = f"all-reduces per TP step ({cfg.n_layers} layers)"
-    try:
-        got = float(answer) if answer is not None and answer is not Ellipsis and not isinstance(answer, bool) \
-            else answer
-    except (TypeError, ValueError):
-        return CheckResult(False, title, f"expected a number, got {answer!r}", ("write the count itself",))
-    if isinstance(got, float) and got == int(got):
-        got = int(got)
+    got = answer
+    if answer is not None and answer is not Ellipsis:
+        got = as_number(answer)
+        if got is None:
+            return CheckResult(False, title, f"expected a number, got {answer!r}", ("write the count itself",))
+        if got == int(got):
+            got = int(got)
     hint = ("per layer: attention and MLP each all-reduce once forward (row-parallel output) and once backward "
             "(column-parallel input gradient)")
     if got == 4:

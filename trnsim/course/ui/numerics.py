@@ -16,7 +16,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from trnsim.models.numerics import (FORMATS, Decoded, SumResult, accumulate, adjacent, decode, float_format,
-                                    neighbours, stochastic_up_probability, ulp)
+                                    neighbours, shown_digits, stochastic_up_probability, ulp)
 from trnsim.course.ui.render import Choice, cached_tight_layout, fit_labels, missing_choices, panel_figure, PanelFigure, resolve_dtype, show
 from trnsim.course.viz.numerics import plot_accumulation, plot_bit_layout, plot_number_line
 
@@ -40,7 +40,7 @@ def describe(x: float, fmt: str) -> tuple[Decoded, str]:
     lines.append(f"rounding error: {err:.3g} (relative {rel:.2e}; at most u = {f.unit_roundoff:.2e} for normal numbers)")
     if lo == hi:   # x is a number of the format: show the representable numbers on either side of it
         below, above = adjacent(x, f)
-        digits = 9 if f.mantissa_bits > 10 else 7   # enough to tell fp32 neighbours of 1 apart from 1
+        digits = shown_digits(f)
         shown = ["none" if v is None else f"{v:.{digits}g}" for v in (below, above)]
         end = (f" ({x:.7g} is the {'largest' if x > 0 else 'most negative'} finite {f.label} number)"
                if None in (below, above) else "")

@@ -10,7 +10,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from trnsim.models.numerics import Decoded, FloatFormat, SumResult, adjacent, float_format, neighbours, ulp
+from trnsim.models.numerics import (Decoded, FloatFormat, SumResult, adjacent, float_format, neighbours,
+                                    shown_digits, ulp)
 
 FIELD_COLORS = {"sign": "#c44e52", "exponent": "#4c72b0", "mantissa": "#55a868"}
 FORMAT_COLORS = {"fp32": "#2ca02c", "bf16": "#1f77b4", "fp16": "#9467bd", "fp8_e4m3": "#ff7f0e",
@@ -51,6 +52,7 @@ def plot_number_line(ax: Axes, x: float, fmt: str | FloatFormat, p_up: float | N
     f = float_format(fmt)
     lo, hi = neighbours(x, f)
     exact = lo == hi
+    below = above = None
     if exact:
         below, above = adjacent(x, f)
         core = [v for v in (below, x, above) if v is not None]
@@ -61,7 +63,7 @@ def plot_number_line(ax: Axes, x: float, fmt: str | FloatFormat, p_up: float | N
     outer_lo = adjacent(core[0], f)[0] if core else None
     outer_hi = adjacent(core[-1], f)[1] if core else None
     ticks = [v for v in [outer_lo] + core + [outer_hi] if v is not None]
-    digits = 9 if f.mantissa_bits > 10 else 7   # enough to tell fp32 neighbours of 1000 apart (999.999939)
+    digits = shown_digits(f)
     ax.axhline(0.5, color="#999999", lw=0.8)
     for g in ticks:
         if exact and g == x:
@@ -80,7 +82,7 @@ def plot_number_line(ax: Axes, x: float, fmt: str | FloatFormat, p_up: float | N
     ax.set_ylim(-0.1, 1.25)
     ax.axis("off")
     if exact:
-        edge = "" if None not in adjacent(x, f) else f"; {x:.7g} is the largest finite {f.label} number"
+        edge = "" if None not in (below, above) else f"; {x:.7g} is the largest finite {f.label} number"
         what = f"spacing above x: {spacing:.3g}{edge}"
     elif math.isfinite(lo) and math.isfinite(hi):
         what = f"spacing {spacing:.3g}"
