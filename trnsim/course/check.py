@@ -141,6 +141,9 @@ def expect_close(
                 prefixes[2.0**20 / 1e6] = "MiB versus MB (2^20 versus 10^6 bytes)"
             if "M" not in unit:
                 prefixes[2.0**30 / 1e9] = "GiB versus GB (2^30 versus 10^9 bytes)"
+            if unit == "B":   # an answer in bytes given in KiB or MiB (114 for 117,000 B): name the prefix
+                prefixes[1024.0] = "that is the size in KiB; the question asks for bytes (1 KiB = 1024 B)"
+                prefixes[2.0**20] = "that is the size in MiB; the question asks for bytes (1 MiB = 2^20 B)"
         # the known slip closest to the ratio (either way round) within its window: several slips lie within 5%
         # of each other (32/31 = 1.032, MiB/MB = 1.049, GiB/GB = 1.074)
         best = None
@@ -151,7 +154,9 @@ def expect_close(
                     if dist <= math.log(window) and (best is None or dist < best[0]):
                         best = (dist, factor, why)
         if best is not None:
-            hints.append(f"off by a factor of {best[1]:,g}: {best[2]}")
+            f = best[1]
+            shown_f = f"{int(f):,}" if f == int(f) and f < 1e15 else f"{f:,g}"   # 1,048,576, not 1.04858e+06
+            hints.append(f"off by a factor of {shown_f}: {best[2]}")
     else:
         bad = ~np.isclose(g, w, rtol=rtol, atol=atol)
         idx = tuple(int(i) for i in np.argwhere(bad)[0])

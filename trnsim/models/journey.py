@@ -182,10 +182,14 @@ class Envelope:
         return f"DMA transfers ({self.queue_name})"
 
 
-def dma_gbytes_per_s(target: str = "trn1") -> float:
-    """Aggregate DMA rate of one NeuronCore: DMA engines x per-engine rate (catalog), GB/s."""
-    c = _target(target).core
-    return c.dma_engines * c.dma_engine_gbytes_per_s
+def dma_gbytes_per_s(target: str = "trn1", cores: int = 1) -> float:
+    """Streaming rate of ``cores`` NeuronCores, GB/s: DMA engines x per-engine rate, capped by the cores' share
+    of the chip's HBM bandwidth (catalog). On trn1 the engines bind (272 GB/s a core); on trn2 the HBM share,
+    362.5 GB/s a core, is just below its engines' 368 GB/s, and the scheduler caps transfers that touch HBM
+    at it too (``trnsim.perf.dma``)."""
+    t = _target(target)
+    c = t.core
+    return cores * min(c.dma_engines * c.dma_engine_gbytes_per_s, t.chip.hbm_gbytes_per_s_per_core)
 
 
 def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf16",

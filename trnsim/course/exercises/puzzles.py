@@ -36,6 +36,7 @@ import numpy as np
 from trnsim.catalog import target as _target
 from trnsim.course.check import CheckResult, not_answered
 from trnsim.course.exercises.puzzle_spec import MASK_VALUE, ONLINE_CHUNK, RMS_EPS, WORLD
+from trnsim.models.journey import dma_gbytes_per_s
 from trnsim.models.tiling import format_kernel_error
 
 SLACK = 1.2
@@ -468,15 +469,6 @@ class Floor:
     def limiter(self) -> str:
         base = "DMA" if self.dma_us >= self.tensor_us else "Tensor Engine"
         return base + (" + all-reduce" if self.collective_us else "")
-
-
-def dma_gbytes_per_s(target: str, cores: int = 1) -> float:
-    """Streaming rate of ``cores`` NeuronCores, GB/s: DMA engines x per-engine rate, capped by the cores' share
-    of the chip's HBM bandwidth (catalog; on trn2 the HBM share, 362.5 GB/s a core, is just below the 368 GB/s
-    of its DMA engines, and the scheduler caps transfers that touch HBM at it too)."""
-    t = _target(target)
-    c = t.core
-    return cores * min(c.dma_engines * c.dma_engine_gbytes_per_s, t.chip.hbm_gbytes_per_s_per_core)
 
 
 def floor(name: str) -> Floor:
