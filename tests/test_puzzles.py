@@ -519,3 +519,20 @@ def test_a_time_resting_on_an_undocumented_cost_says_so():
     res = pz.check_puzzle("column_sum", column_sum_on_gpsimd)
     assert "this time is not a hardware claim" in res.message and "tensor_partition_reduce" in res.message
     assert "not a hardware claim" not in pz.check_puzzle("column_sum", SOLUTIONS["column_sum"]).message
+
+
+@pytest.mark.parametrize("block", [128, 256, 512])
+def test_no_rescale_diagnosis_for_any_key_block(block):
+    """A kernel that walks the keys in 128-, 256- or 512-key blocks without rescaling is named as such."""
+    q_t, k_t, v = pz._flash_inputs(np.random.default_rng(3))
+    out = pz._attention_no_rescale(q_t, k_t, v, block)
+    want = pz._attention(q_t, k_t, v)
+    assert not np.allclose(out, want, rtol=1e-3, atol=1e-3)
+    diag = pz._d_attention(q_t, k_t, v, out, want)
+    assert diag is not None and "not rescaled" in diag[0]
+
+
+def test_no_rescale_diagnosis_not_given_for_right_answer():
+    q_t, k_t, v = pz._flash_inputs(np.random.default_rng(3))
+    want = pz._attention(q_t, k_t, v)
+    assert pz._d_attention(q_t, k_t, v, want + 1.0, want) is None

@@ -254,7 +254,10 @@ def _attention_no_rescale(q_t: np.ndarray, k_t: np.ndarray, v: np.ndarray, block
 def _d_attention(q_t, k_t, v, out, want):
     if _same(out, _attention(q_t, k_t, v, scale=1.0)):
         return ("the scores were not scaled", "softmax(Q K^T / sqrt(d)): scale the scores by 1/sqrt(d) inside the exp")
-    if k_t.shape[1] > 512 and _same(out, _attention_no_rescale(q_t, k_t, v)):
+    # a kernel may walk the keys in blocks of 128, 256 or 512 (one PSUM bank of fp32 scores is 512 wide)
+    sk = k_t.shape[1]
+    if any(sk % blk == 0 and _same(out, _attention_no_rescale(q_t, k_t, v, blk)) for blk in (128, 256, 512)
+           if blk < sk):
         return ("the running sum and output were not rescaled when the running max grew in a later key block",
                 "per key block: corr = exp(m_old - m_new); multiply the running sum and the output accumulator by "
                 "corr before adding the block's terms")
