@@ -19,6 +19,14 @@ _MM_DTYPES = {"float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float1
 _CHECKED: set = set()   # (operand types, shapes, dtypes, target, dst) combinations that passed _check_matmul
 
 
+def _moving_fmax(lim, d) -> int:
+    """Largest moving free size: gemm_moving_fmax, doubled for a bfloat16 PSUM destination on NeuronCore-v4+, where
+    the limit is the whole PSUM (8 banks) counted in dst elements: 4096 fp32 or 8192 bf16 (nki.isa.nc_matmul)."""
+    if d is not None and d.tensor.dtype_name == "bfloat16" and lim.neuroncore_version not in ("NC-v2", "NC-v3"):
+        return 2 * lim.gemm_moving_fmax
+    return lim.gemm_moving_fmax
+
+
 def _check_matmul(s, m, d, lim, api: str, transpose_mode: bool = False) -> None:
     """The nc_matmul rules on operand shapes, dtypes and the destination (raise KernelError)."""
     if isinstance(s, Broadcast) or isinstance(m, Broadcast):
@@ -42,11 +50,13 @@ def _check_matmul(s, m, d, lim, api: str, transpose_mode: bool = False) -> None:
                           f"size of dimension 1 in 'stationary{fmt_shape(s.shape)}' of '{api}' exceed architecture "
                           f"limitation of {lim.gemm_stationary_fmax}. [TC#3 gemm_stationary_fmax on {lim.target}]",
                           f"tile M into chunks of {lim.gemm_stationary_fmax} (nl.tile_size.gemm_stationary_fmax)")
-    if N > lim.gemm_moving_fmax:
+    n_max = _moving_fmax(lim, d)
+    if N > n_max:
         raise KernelError("err_size_of_dimension_exceed_arch_limit",
                           f"size of dimension 1 in 'moving{fmt_shape(m.shape)}' of '{api}' exceed architecture "
-                          f"limitation of {lim.gemm_moving_fmax}. [TC#3 gemm_moving_fmax on {lim.target}]",
-                          f"tile N into chunks of {lim.gemm_moving_fmax} (nl.tile_size.gemm_moving_fmax)")
+                          f"limitation of {n_max}. [TC#3 gemm_moving_fmax on {lim.target}"
+                          f"{', bfloat16 dst' if n_max != lim.gemm_moving_fmax else ''}]",
+                          f"tile N into chunks of {n_max} (nl.tile_size.gemm_moving_fmax)")
     sd, md = s.tensor.dtype_name, m.tensor.dtype_name
     for d_, arg in ((sd, "stationary"), (md, "moving")):
         if d_ not in _MM_DTYPES:
@@ -116,9 +126,9 @@ def _check_double_row(s, m, d, lim, api: str) -> None:
     if s.shape[0] != m.shape[0]:
         raise KernelError("err_num_partition_mismatch", f"'{api}' stationary{fmt_shape(s.shape)} and "
                           f"moving{fmt_shape(m.shape)} have different partition counts", "use the same K")
-    if s.shape[2] > lim.gemm_stationary_fmax or m.shape[2] > lim.gemm_moving_fmax:
+    if s.shape[2] > lim.gemm_stationary_fmax or m.shape[2] > _moving_fmax(lim, d):
         raise KernelError("err_size_of_dimension_exceed_arch_limit", f"'{api}' double_row M={s.shape[2]}, "
-                          f"N={m.shape[2]} exceed {lim.gemm_stationary_fmax} / {lim.gemm_moving_fmax}",
+                          f"N={m.shape[2]} exceed {lim.gemm_stationary_fmax} / {_moving_fmax(lim, d)}",
                           "tile M and N")
     if d is not None:
         if d.tensor.buffer != "psum" or tuple(d.shape) != (s.shape[2], m.shape[2]):

@@ -175,9 +175,10 @@ def topk(val_dst, idx_dst, src, n, name=None):
     if not 8 <= n < 65536:
         raise KernelError("err_invalid_arguments", f"n={n} of '{api}' must be in [8, 65536)",
                           "pass the number of valid elements in the snake")
-    if not 1 <= K <= n:
-        raise KernelError("err_invalid_arguments", f"'{api}' selects K={K} of n={n}: need 1 <= K <= n",
-                          "make val_dst's free size at most n")
+    if not 1 <= K <= n or K >= 32768:
+        # "1 <= K < 32768 and K <= n" (nki.isa.topk)
+        raise KernelError("err_invalid_arguments", f"'{api}' selects K={K} of n={n}: need 1 <= K <= n and K < 32768",
+                          "make val_dst's free size at most n and below 32768")
     if X < -(-n // 16):
         raise KernelError("err_shape_mismatch", f"'{api}' src holds {X} columns; n={n} needs ceil(n/16)="
                           f"{-(-n // 16)}", "widen src or lower n")
