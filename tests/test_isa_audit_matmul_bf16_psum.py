@@ -2,10 +2,12 @@
 PSUM counted in bf16 elements); 4096 stays the limit for a float32 dst and on older targets."""
 import ml_dtypes
 import numpy as np
+import pytest
 
 import trnsim.nki.isa as nisa
 import trnsim.nki.language as nl
-from nki06_helpers import broken, hbm, new, sb, sim
+from nki06_helpers import hbm, new, sb, sim
+from trnsim.nki import KernelError
 
 
 def _mm(odt):
@@ -32,8 +34,6 @@ def test_fp32_dst_keeps_4096_limit_on_trn3():
     a = np.zeros((128, 16), ml_dtypes.bfloat16)
     b = np.zeros((128, 8192), ml_dtypes.bfloat16)
     # an 8192-wide fp32 PSUM tile is refused (at allocation or by the matmul), never silently accepted
-    import pytest
-    from trnsim.nki import KernelError
     with pytest.raises(KernelError):
         sim(_mm(nl.float32), a, b, target="trn3")
 
@@ -41,7 +41,5 @@ def test_fp32_dst_keeps_4096_limit_on_trn3():
 def test_bf16_dst_over_8192_refused_on_trn3():
     a = np.zeros((128, 16), ml_dtypes.bfloat16)
     b = np.zeros((128, 8704), ml_dtypes.bfloat16)
-    import pytest
-    from trnsim.nki import KernelError
     with pytest.raises(KernelError):
         sim(_mm(nl.bfloat16), a, b, target="trn3")

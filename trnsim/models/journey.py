@@ -186,10 +186,11 @@ def dma_gbytes_per_s(target: str = "trn1", cores: int = 1) -> float:
     """Streaming rate of ``cores`` NeuronCores, GB/s: DMA engines x per-engine rate, capped by the cores' share
     of the chip's HBM bandwidth (catalog). On trn1 the engines bind (272 GB/s a core); on trn2 the HBM share,
     362.5 GB/s a core, is just below its engines' 368 GB/s, and the scheduler caps transfers that touch HBM
-    at it too (``trnsim.perf.dma``)."""
+    at it too: the scheduler's own ceiling, ``trnsim.perf.dma.DmaParams.peak_bytes_per_ns``."""
+    from trnsim.perf.dma import dma_params
+
     t = _target(target)
-    c = t.core
-    return cores * min(c.dma_engines * c.dma_engine_gbytes_per_s, t.chip.hbm_gbytes_per_s_per_core)
+    return cores * dma_params(t.core, t.chip).peak_bytes_per_ns   # B/ns == GB/s
 
 
 def envelope(flops: int, hbm_bytes: int, target: str = "trn1", dtype: str = "bf16",

@@ -126,9 +126,10 @@ def _check_double_row(s, m, d, lim, api: str) -> None:
     if s.shape[0] != m.shape[0]:
         raise KernelError("err_num_partition_mismatch", f"'{api}' stationary{fmt_shape(s.shape)} and "
                           f"moving{fmt_shape(m.shape)} have different partition counts", "use the same K")
-    if s.shape[2] > lim.gemm_stationary_fmax or m.shape[2] > _moving_fmax(lim, d):
+    n_max = _moving_fmax(lim, d)
+    if s.shape[2] > lim.gemm_stationary_fmax or m.shape[2] > n_max:
         raise KernelError("err_size_of_dimension_exceed_arch_limit", f"'{api}' double_row M={s.shape[2]}, "
-                          f"N={m.shape[2]} exceed {lim.gemm_stationary_fmax} / {_moving_fmax(lim, d)}",
+                          f"N={m.shape[2]} exceed {lim.gemm_stationary_fmax} / {n_max}",
                           "tile M and N")
     if d is not None:
         if d.tensor.buffer != "psum" or tuple(d.shape) != (s.shape[2], m.shape[2]):
